@@ -1,0 +1,45 @@
+# Two commands for people: `make run` and `make test`. Everything they need is installed here.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+CACHE_DIR ?= $(HOME)/.cache/knowledge-platform
+LOCK_HASH := $(shell cat requirements.lock | sha256sum | cut -c1-16)
+VENV ?= $(CACHE_DIR)/venv-$(LOCK_HASH)
+PY := $(VENV)/bin/python
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: run test bench deps system-deps python-deps launcher lint clean-var
+
+## run: the whole platform on the embedded default (Neo4j, Redis, SQLite, local embeddings)
+run: deps
+	$(PY) platform/run.py
+
+## test: install what is missing, start Neo4j and Redis for the session, run the whole suite
+test: deps
+	cd $(CURDIR) && $(PY) -m pytest $(PYTEST_ARGS)
+
+## bench: benchmarks; figures go to bench/results/
+bench: deps
+	$(PY) bench/run.py $(BENCH_ARGS)
+
+lint: deps
+	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m mypy
+
+deps: system-deps python-deps launcher
+
+system-deps:
+	@bash platform/bin/install-system-deps
+
+python-deps: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.lock
+	@mkdir -p $(CACHE_DIR)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	@touch $@
+
+launcher:
+	@platform/neo4j/build
+
+clean-var:
+	rm -rf var

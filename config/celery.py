@@ -1,0 +1,20 @@
+"""The Celery application. Configuration comes from Django settings (CELERY_* names)."""
+
+import os
+
+from celery import Celery
+from celery.signals import worker_process_init
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("knowledge_platform")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@worker_process_init.connect
+def _fresh_graph_driver(**_kwargs: object) -> None:
+    """A forked pool process must not reuse the parent's Bolt sockets."""
+    from core import graph
+
+    graph.reset_driver()

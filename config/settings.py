@@ -1,0 +1,230 @@
+"""Settings: the environment is read here, once, and nowhere else (apps read django.conf.settings).
+
+Every variable is listed with its default in .env.example and in the README's configuration table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+# A .env file in the repository root is optional; real environment variables win over it.
+env.read_env(BASE_DIR / ".env", overwrite=False)
+
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
+
+# --- Django core ------------------------------------------------------------------------------
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-dev-key-change-me-in-production")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "django_neomodel",
+    "core",
+    "knowledge",
+    "memory",
+    "retrieval",
+    "sessions_graph",
+]
+
+MIDDLEWARE = [
+    "core.middleware.BodySizeLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "core.middleware.DependencyErrorMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+# WhiteNoise serves the admin's and API docs' static files from the ASGI server itself.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"neo4j": {"level": "WARNING"}, "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+}
+
+# make run resets the `admin` user's password to this, or to a fresh random one when empty.
+ADMIN_PASSWORD = env.str("DJANGO_ADMIN_PASSWORD", default="")
+
+# --- API ------------------------------------------------------------------------------------------
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="600/min")
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "core.auth.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"api_key": API_THROTTLE_RATE},
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Knowledge platform API",
+    "DESCRIPTION": "Documents, retrieval, DRIFT search, agent memory and sessions on Neo4j.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI is served from the installed sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Neo4j ------------------------------------------------------------------------------------------
+# NEO4J_URI unset: the embedded launcher (platform/neo4j) is started on NEO4J_BOLT_PORT.
+# NEO4J_URI set: that server is used and nothing local is started.
+NEO4J_BOLT_PORT = env.int("NEO4J_BOLT_PORT", default=7687)
+NEO4J_EMBEDDED = not env.str("NEO4J_URI", default="")
+NEO4J_URI = env.str("NEO4J_URI", default="") or f"bolt://127.0.0.1:{NEO4J_BOLT_PORT}"
+NEO4J_USERNAME = env.str("NEO4J_USERNAME", default="neo4j")
+NEO4J_PASSWORD = env.str("NEO4J_PASSWORD", default="")
+NEO4J_DATABASE = env.str("NEO4J_DATABASE", default="neo4j")
+NEO4J_DATA_DIR = Path(env.str("NEO4J_DATA_DIR", default=str(VAR_DIR / "neo4j")))
+NEO4J_CONNECTION_TIMEOUT_SEC = env.float("NEO4J_CONNECTION_TIMEOUT_SEC", default=5.0)
+NEO4J_MAX_POOL_SIZE = env.int("NEO4J_MAX_POOL_SIZE", default=50)
+# django-neomodel would otherwise open a second driver from a URL; the platform hands neomodel
+# its one shared driver instead (core.graph).
+NEOMODEL_NEO4J_BOLT_URL = None
+NEOMODEL_SIGNALS = True
+NEOMODEL_FORCE_TIMEZONE = False
+
+# --- Redis, Celery, Channels ----------------------------------------------------------------------
+REDIS_PORT = env.int("REDIS_PORT", default=6379)
+REDIS_EMBEDDED = not env.str("REDIS_URL", default="")
+REDIS_URL = env.str("REDIS_URL", default="") or f"redis://127.0.0.1:{REDIS_PORT}/0"
+REDIS_DATA_DIR = Path(env.str("REDIS_DATA_DIR", default=str(VAR_DIR / "redis")))
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=3600)
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=3300)
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# Django's cache (API throttling buckets) lives in Redis so every web process shares it.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "kp",
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+    }
+}
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+    }
+}
+
+# Progress events (DESIGN.md section 6) also go to this Redis pub/sub channel; empty disables it.
+PROGRESS_REDIS_CHANNEL = env.str("PROGRESS_REDIS_CHANNEL", default="ui:retrieval_progress")
+
+# --- LLM and embeddings ---------------------------------------------------------------------------
+# LLM_PROVIDER: "none", "openai" (OpenAI or any OpenAI-compatible LLM_BASE_URL) or "azure".
+# Empty means: "openai" when LLM_API_KEY or LLM_BASE_URL is set, else "none" (extractive mode).
+LLM_API_KEY = env.str("LLM_API_KEY", default="") or env.str("OPENAI_API_KEY", default="")
+LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
+LLM_PROVIDER = env.str("LLM_PROVIDER", default="") or ("openai" if (LLM_API_KEY or LLM_BASE_URL) else "none")
+LLM_MODEL = env.str("LLM_MODEL", default="gpt-4o-mini")
+LLM_TEMPERATURE = env.float("LLM_TEMPERATURE", default=0.0)
+LLM_TIMEOUT_SEC = env.float("LLM_TIMEOUT_SEC", default=30.0)
+AZURE_OPENAI_API_VERSION = env.str("AZURE_OPENAI_API_VERSION", default="2024-10-21")
+
+RETRY_MAX_ATTEMPTS = env.int("RETRY_MAX_ATTEMPTS", default=3)
+RETRY_BACKOFF_BASE_SEC = env.float("RETRY_BACKOFF_BASE_SEC", default=2.0)
+RETRY_BACKOFF_FACTOR = env.float("RETRY_BACKOFF_FACTOR", default=2.0)
+RETRY_BACKOFF_MAX_SEC = env.float("RETRY_BACKOFF_MAX_SEC", default=60.0)
+
+# EMBEDDINGS_PROVIDER: "local" (all-MiniLM-L6-v2, 384 dims, offline) or "openai" / "azure".
+EMBEDDINGS_PROVIDER = env.str("EMBEDDINGS_PROVIDER", default="local")
+EMBEDDINGS_MODEL = env.str(
+    "EMBEDDINGS_MODEL",
+    default="all-MiniLM-L6-v2" if EMBEDDINGS_PROVIDER == "local" else "text-embedding-3-small",
+)
+EMBEDDINGS_DIMENSIONS = env.int("EMBEDDINGS_DIMENSIONS", default=384 if EMBEDDINGS_PROVIDER == "local" else 1536)
+EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=64)
+EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="") or LLM_API_KEY
+EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL
+
+# --- Health ------------------------------------------------------------------------------------------
+# Components that must be up for /healthz to answer 200; "llm" counts only when an LLM is configured.
+HEALTHZ_REQUIRED = env.list("HEALTHZ_REQUIRED", default=["neo4j", "redis", "celery", "llm"])
+HEALTHZ_TIMEOUT_SEC = env.float("HEALTHZ_TIMEOUT_SEC", default=2.0)

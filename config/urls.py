@@ -1,0 +1,22 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from core.apis import HealthzApi
+
+handler400 = "core.errors.handler400"
+handler403 = "core.errors.handler403"
+handler404 = "core.errors.handler404"
+handler500 = "core.errors.handler500"
+
+urlpatterns = [
+    path("healthz", HealthzApi.as_view(), name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("core.urls")),
+    path("api/v1/", include("knowledge.urls")),
+    path("api/v1/", include("memory.urls")),
+    path("api/v1/", include("retrieval.urls")),
+    path("api/v1/", include("sessions_graph.urls")),
+]

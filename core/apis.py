@@ -1,0 +1,59 @@
+"""HTTP API of the core app: health and projects."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core import selectors, services
+from core.api_base import PlatformApi, ProjectApi
+
+
+class HealthzApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes: list = []
+
+    @extend_schema(
+        summary="Health of neo4j, redis, celery and llm",
+        responses={200: OpenApiResponse(description="all required components up"), 503: None},
+    )
+    def get(self, request: Request) -> Response:
+        report = selectors.health_report()
+        code = status.HTTP_200_OK if report.ok else status.HTTP_503_SERVICE_UNAVAILABLE
+        return Response(report.as_dict(), status=code)
+
+
+class ProjectOutputSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    embedder = serializers.CharField()
+    embedding_dimensions = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class ProjectCreateApi(PlatformApi):
+    """Staff users or keys with the `admin` scope create projects."""
+
+    required_scope = "admin"
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, allow_blank=False, trim_whitespace=True)
+
+    @extend_schema(request=InputSerializer, responses={201: ProjectOutputSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        project = services.project_create(name=data.validated_data["name"])
+        return Response(ProjectOutputSerializer(project).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectDetailApi(ProjectApi):
+    @extend_schema(responses={200: ProjectOutputSerializer})
+    def get(self, request: Request, project_id: str) -> Response:
+        project = selectors.project_get(project_id=project_id)
+        return Response(ProjectOutputSerializer(project).data)

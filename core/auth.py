@@ -1,0 +1,117 @@
+"""API-key authentication, scopes and project tenancy for DRF views and websockets."""
+
+from __future__ import annotations
+
+import hmac
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
+
+from core.models import ApiKey
+
+KEY_RE = re.compile(r"^kp_([0-9a-f]{8})_([A-Za-z0-9]{20,64})$")
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def key_lookup(raw_key: str) -> ApiKey | None:
+    """The active ApiKey for a presented key string, or None (malformed, unknown, wrong, revoked)."""
+    match = KEY_RE.match(raw_key.strip())
+    if not match:
+        return None
+    prefix, secret = match.groups()
+    key = ApiKey.objects.select_related("project").filter(prefix=prefix).first()
+    if key is None or not hmac.compare_digest(key.secret_hash, ApiKey.hash_secret(secret)):
+        return None
+    if key.is_revoked:
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+    return key
+
+
+@dataclass(frozen=True)
+class KeyUser:
+    """The request user of an API-key request (no Django user behind it)."""
+
+    api_key: ApiKey
+    is_authenticated: bool = True
+    is_anonymous: bool = False
+    is_staff: bool = False
+    is_superuser: bool = False
+
+    @property
+    def pk(self) -> str:
+        return f"key:{self.api_key.pk}"
+
+    def __str__(self) -> str:
+        return f"api-key {self.api_key.prefix}"
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """`Authorization: Bearer kp_…`. A missing header leaves the request anonymous."""
+
+    keyword = b"bearer"
+
+    def authenticate(self, request: Request) -> tuple[KeyUser, ApiKey] | None:
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword:
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed("malformed Authorization header; use 'Bearer <key>'")
+        key = key_lookup(parts[1].decode("latin-1"))
+        if key is None:
+            raise exceptions.AuthenticationFailed("invalid, unknown or revoked API key")
+        return KeyUser(api_key=key), key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'
+
+
+def request_api_key(request: Request) -> ApiKey | None:
+    return request.auth if isinstance(request.auth, ApiKey) else None
+
+
+def is_staff(request: Request) -> bool:
+    user = request.user
+    return bool(user and not isinstance(user, AnonymousUser) and getattr(user, "is_staff", False))
+
+
+class HasScope(BasePermission):
+    """Safe methods need `read`, others `write`; a view may demand more with `required_scope`."""
+
+    message = "this API key lacks the scope this operation needs"
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if is_staff(request):
+            return True
+        key = request_api_key(request)
+        if key is None:
+            return False
+        needed = getattr(view, "required_scope", None) or ("read" if request.method in SAFE_METHODS else "write")
+        if not key.has_scope(needed):
+            self.message = f"this API key lacks the '{needed}' scope"
+            return False
+        return True
+
+
+class ProjectAccess(BasePermission):
+    """A key only sees its own project: any other project id answers 404, as if it did not exist."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        project_id = view.kwargs.get("project_id")
+        if project_id is None or is_staff(request):
+            return True
+        key = request_api_key(request)
+        if key is None or key.project_id != project_id:
+            raise exceptions.NotFound("project not found")
+        return True

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from django.conf import settings
+
+from core.errors import InvalidInput
+
+
+class Embedder(ABC):
+    """Turns texts into vectors of `dimensions` floats, in batches of `batch_size`."""
+
+    provider: str
+    model: str
+    dimensions: int
+
+    def __init__(self, *, batch_size: int) -> None:
+        if batch_size < 1:
+            raise InvalidInput("embedding batch size must be at least 1")
+        self.batch_size = batch_size
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            out = self._embed_batch(batch)
+            if len(out) != len(batch) or any(len(v) != self.dimensions for v in out):
+                raise ValueError(f"{self.name} returned vectors of the wrong count or size")
+            vectors.extend(out)
+        return vectors
+
+    def embed_one(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+    @abstractmethod
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]: ...
+
+
+_cache: dict[tuple[str, str, int], Embedder] = {}
+_lock = threading.Lock()
+
+
+def make_embedder(
+    *, provider: str, model: str, dimensions: int, batch_size: int | None = None
+) -> Embedder:
+    batch = batch_size or settings.EMBEDDINGS_BATCH_SIZE
+    if provider == "local":
+        from core.embeddings.local import LocalEmbedder
+
+        return LocalEmbedder(model=model, batch_size=batch)
+    if provider in ("openai", "azure"):
+        from core.embeddings.remote import OpenAIEmbedder
+
+        return OpenAIEmbedder(provider=provider, model=model, dimensions=dimensions, batch_size=batch)
+    raise InvalidInput(f"unknown embeddings provider {provider!r}; use local, openai or azure")
+
+
+def get_embedder() -> Embedder:
+    """The configured embedder, shared per process (the local model loads once)."""
+    key = (settings.EMBEDDINGS_PROVIDER, settings.EMBEDDINGS_MODEL, settings.EMBEDDINGS_DIMENSIONS)
+    with _lock:
+        if key not in _cache:
+            _cache[key] = make_embedder(provider=key[0], model=key[1], dimensions=key[2])
+        return _cache[key]

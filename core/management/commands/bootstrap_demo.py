@@ -1,0 +1,47 @@
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+from core.models import Project
+from core.services import api_key_create, project_create
+
+DEMO_PROJECT_NAME = "demo"
+
+
+class Command(BaseCommand):
+    help = "make run: ensure the demo project, issue a fresh API key and admin password, print URLs."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        existing = Project.objects.filter(name=DEMO_PROJECT_NAME).order_by("created_at").first()
+        project_id = existing.id if existing else project_create(name=DEMO_PROJECT_NAME).id
+        issued = api_key_create(project_id=project_id, name="make run", scopes=["read", "write", "admin"])
+
+        user_model = get_user_model()
+        password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(12)
+        admin, _ = user_model.objects.get_or_create(username="admin", defaults={"email": "admin@localhost"})
+        admin.is_staff = admin.is_superuser = True
+        admin.set_password(password)
+        admin.save()
+
+        base = options["base_url"].rstrip("/")
+        lines = [
+            "",
+            "Knowledge platform is up",
+            f"  API            {base}/api/v1/",
+            f"  API docs       {base}/api/docs/",
+            f"  health         {base}/healthz",
+            f"  admin          {base}/admin/   (user admin, password {password})",
+            f"  progress (ws)  {base.replace('http', 'ws', 1)}/ws/v1/projects/{project_id}/progress/",
+            f"  demo project   {project_id}",
+            f"  demo API key   {issued.key}",
+            "",
+            f"  try: curl -H 'Authorization: Bearer {issued.key}' {base}/api/v1/projects/{project_id}",
+            "",
+        ]
+        self.stdout.write("\n".join(lines))

@@ -1,0 +1,41 @@
+"""HTTP middleware: request size limit (413) and dependency failures outside DRF (503)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from core.errors import dependency_response, json_error
+
+
+class BodySizeLimitMiddleware:
+    """Refuse a body larger than API_MAX_BODY_BYTES before anything reads it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        raw = request.META.get("CONTENT_LENGTH") or "0"
+        try:
+            length = int(raw)
+        except ValueError:
+            return json_error(400, "malformed_request", "invalid Content-Length header")
+        limit = settings.API_MAX_BODY_BYTES
+        if length > limit:
+            return json_error(413, "payload_too_large", "request body is too large", limit_bytes=limit)
+        return self.get_response(request)
+
+
+class DependencyErrorMiddleware:
+    """Non-DRF views (admin, health) answer 503 in the envelope when Neo4j or Redis is down."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        return dependency_response(exception)

@@ -1,0 +1,82 @@
+"""SQL models of the tenancy layer: projects (mirrored as graph nodes) and their API keys."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from django.db import models
+
+SCOPES = ("read", "write", "admin")
+# A scope grants itself and everything below it.
+SCOPE_IMPLIES = {"admin": {"admin", "write", "read"}, "write": {"write", "read"}, "read": {"read"}}
+
+KEY_PREFIX_LEN = 8
+
+
+def _uuid_str() -> str:
+    return str(uuid.uuid4())
+
+
+class Project(models.Model):
+    """Tenant. Every graph node of the project carries `project_id` = this id."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=_uuid_str, editable=False)
+    name = models.CharField(max_length=200)
+    embedder = models.CharField(max_length=200, help_text="provider:model used for this project's vectors")
+    embedding_dimensions = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+
+class ApiKey(models.Model):
+    """A project's API key. Only a SHA-256 of the secret is stored; the prefix identifies it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=KEY_PREFIX_LEN, unique=True, editable=False)
+    secret_hash = models.CharField(max_length=64, editable=False)
+    scopes = models.JSONField(default=list)
+    rate_limit = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="Throttle rate for this key such as '100/min'; empty uses API_THROTTLE_RATE.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} (kp_{self.prefix}…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def has_scope(self, scope: str) -> bool:
+        granted: set[str] = set()
+        for own in self.scopes:
+            granted |= SCOPE_IMPLIES.get(own, set())
+        return scope in granted
+
+    @staticmethod
+    def hash_secret(secret: str) -> str:
+        return hashlib.sha256(secret.encode()).hexdigest()
+
+    @staticmethod
+    def generate() -> tuple[str, str, str]:
+        """A new key: (full key shown once, prefix, secret). Format kp_<prefix>_<secret>."""
+        prefix = secrets.token_hex(KEY_PREFIX_LEN // 2)
+        secret = secrets.token_urlsafe(32).replace("-", "x").replace("_", "y")
+        return f"kp_{prefix}_{secret}", prefix, secret

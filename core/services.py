@@ -1,0 +1,85 @@
+"""Writes of the core app: projects and API keys."""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core import graph
+from core.dto import IssuedApiKey, ProjectData
+from core.errors import InvalidInput, NotFound
+from core.models import SCOPES, ApiKey, Project
+from core.nodes import ProjectNode
+
+
+RATE_RE = re.compile(r"^[1-9][0-9]{0,6}/(s|sec|second|m|min|minute|h|hour|d|day)$")
+
+
+def _project_data(row: Project) -> ProjectData:
+    return ProjectData(
+        id=row.id,
+        name=row.name,
+        embedder=row.embedder,
+        embedding_dimensions=row.embedding_dimensions,
+        created_at=row.created_at,
+    )
+
+
+def project_create(*, name: str) -> ProjectData:
+    """Create the SQL row and the graph mirror together: if Neo4j fails, the row is rolled back."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise InvalidInput("project name must be 1 to 200 characters", details={"field": "name"})
+    embedder = f"{settings.EMBEDDINGS_PROVIDER}:{settings.EMBEDDINGS_MODEL}"
+    with transaction.atomic():
+        row = Project.objects.create(
+            name=name, embedder=embedder, embedding_dimensions=settings.EMBEDDINGS_DIMENSIONS
+        )
+        with graph.translate_errors():
+            ProjectNode(
+                uid=row.id,
+                project_id=row.id,
+                name=row.name,
+                embedder=row.embedder,
+                embedding_dimensions=row.embedding_dimensions,
+            ).save()
+    return _project_data(row)
+
+
+def api_key_create(
+    *, project_id: str, name: str, scopes: list[str], rate_limit: str = ""
+) -> IssuedApiKey:
+    scopes = sorted({s.strip() for s in scopes if s.strip()})
+    unknown = [s for s in scopes if s not in SCOPES]
+    if not scopes or unknown:
+        raise InvalidInput(
+            f"scopes must be a non-empty subset of {', '.join(SCOPES)}", details={"unknown": unknown}
+        )
+    if not name.strip():
+        raise InvalidInput("API key name must not be empty", details={"field": "name"})
+    if rate_limit and not RATE_RE.match(rate_limit):
+        raise InvalidInput(
+            "rate limit must look like 100/min (periods: s, min, hour, day)", details={"field": "rate_limit"}
+        )
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        raise NotFound(f"project {project_id} does not exist")
+    full_key, prefix, secret = ApiKey.generate()
+    row = ApiKey.objects.create(
+        project=project,
+        name=name.strip(),
+        prefix=prefix,
+        secret_hash=ApiKey.hash_secret(secret),
+        scopes=scopes,
+        rate_limit=rate_limit,
+    )
+    return IssuedApiKey(
+        id=row.pk, project_id=project.id, name=row.name, prefix=prefix, scopes=scopes, key=full_key
+    )
+
+
+def api_key_revoke(*, key_id: int) -> None:
+    ApiKey.objects.filter(pk=key_id, revoked_at__isnull=True).update(revoked_at=timezone.now())

@@ -1,0 +1,4 @@
+"""Cypher of the memory app. Always parameterised."""
+
+# Constraints and indexes this app needs beyond its neomodel classes (applied by graph_schema).
+SCHEMA: list[str] = []

@@ -1,0 +1,3 @@
+"""Routes of the memory app (mounted under /api/v1/)."""
+
+urlpatterns: list = []

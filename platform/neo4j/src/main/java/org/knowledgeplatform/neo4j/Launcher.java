@@ -1,0 +1,118 @@
+package org.knowledgeplatform.neo4j;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+
+import org.neo4j.dbms.api.DatabaseManagementService;
+import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+
+/**
+ * Runs Neo4j Community embedded in this JVM with only the Bolt connector, bound to loopback.
+ *
+ * <p>Usage: {@code Launcher <data-dir>}. Environment: {@code NEO4J_BOLT_HOST} (default 127.0.0.1),
+ * {@code NEO4J_BOLT_PORT} (default 7687), {@code NEO4J_PAGECACHE} (default 256m),
+ * {@code NEO4J_TX_MEMORY_MAX} (default 1g, 0 for unlimited).
+ *
+ * <p>Prints {@code READY bolt://host:port} on stdout once Bolt accepts connections. SIGTERM and
+ * SIGINT run a shutdown hook that stops the database cleanly, so the store survives stop/start.
+ */
+public final class Launcher {
+
+    private static final long READY_TIMEOUT_MS = 180_000L;
+
+    private Launcher() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 1) {
+            System.err.println("usage: Launcher <data-dir>");
+            System.exit(64);
+        }
+        Path home = Path.of(args[0]).toAbsolutePath();
+        Files.createDirectories(home);
+
+        String host = env("NEO4J_BOLT_HOST", "127.0.0.1");
+        int port = Integer.parseInt(env("NEO4J_BOLT_PORT", "7687"));
+        if (!portIsFree(host, port)) {
+            System.err.println("ERROR bolt port " + host + ":" + port + " is already in use");
+            System.exit(2);
+        }
+
+        Map<String, String> config = new LinkedHashMap<>();
+        config.put("server.bolt.enabled", "true");
+        config.put("server.bolt.listen_address", host + ":" + port);
+        config.put("server.bolt.advertised_address", host + ":" + port);
+        // Loopback only; the embedded default has no users to manage.
+        config.put("dbms.security.auth_enabled", "false");
+        config.put("server.memory.pagecache.size", env("NEO4J_PAGECACHE", "256m"));
+        config.put("dbms.memory.transaction.total.max", env("NEO4J_TX_MEMORY_MAX", "1g"));
+        config.put("db.tx_log.rotation.retention_policy", "2 files");
+
+        long started = System.nanoTime();
+        // The settings are written as a properties file and loaded by the builder, so they are the
+        // same keys an operator would put in neo4j.conf; the file is rewritten on every start.
+        Path conf = home.resolve("conf").resolve("neo4j.conf");
+        Files.createDirectories(conf.getParent());
+        StringBuilder text = new StringBuilder("# written by the knowledge platform launcher at each start\n");
+        config.forEach((key, value) -> text.append(key).append('=').append(value).append('\n'));
+        Files.writeString(conf, text.toString());
+
+        DatabaseManagementService dbms = new DatabaseManagementServiceBuilder(home)
+                .loadPropertiesFromFile(conf)
+                .build();
+
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            System.out.println("STOPPING");
+            System.out.flush();
+            try {
+                dbms.shutdown();
+            } finally {
+                System.out.println("STOPPED");
+                System.out.flush();
+                stopped.countDown();
+            }
+        }, "neo4j-shutdown"));
+
+        waitForBolt(host, port);
+        long tookMs = (System.nanoTime() - started) / 1_000_000L;
+        System.out.println("READY bolt://" + host + ":" + port + " home=" + home + " started_ms=" + tookMs);
+        System.out.flush();
+        stopped.await();
+    }
+
+    private static String env(String name, String fallback) {
+        String value = System.getenv(name);
+        return value == null || value.isBlank() ? fallback : value.trim();
+    }
+
+    private static boolean portIsFree(String host, int port) {
+        try (ServerSocket socket = new ServerSocket()) {
+            socket.setReuseAddress(true);
+            socket.bind(new InetSocketAddress(host, port));
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static void waitForBolt(String host, int port) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + READY_TIMEOUT_MS;
+        while (System.currentTimeMillis() < deadline) {
+            try (Socket socket = new Socket()) {
+                socket.connect(new InetSocketAddress(host, port), 500);
+                return;
+            } catch (IOException e) {
+                Thread.sleep(100);
+            }
+        }
+        System.err.println("ERROR bolt did not accept connections within " + READY_TIMEOUT_MS + " ms");
+        System.exit(3);
+    }
+}

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RetrievalConfig(AppConfig):
+    name = "retrieval"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,3 @@
+"""Routes of the retrieval app (mounted under /api/v1/)."""
+
+urlpatterns: list = []

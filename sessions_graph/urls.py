@@ -1,0 +1,3 @@
+"""Routes of the sessions_graph app (mounted under /api/v1/)."""
+
+urlpatterns: list = []

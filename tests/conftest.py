@@ -1,0 +1,117 @@
+"""Shared fixtures. Neo4j and Redis are real (see tests/plugins/services.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from rest_framework.test import APIClient
+
+from core import graph
+from core.dto import IssuedApiKey, ProjectData
+from core.services import api_key_create, project_create
+from tests.support.openai_server import FakeOpenAI
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def fake_openai_server() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_openai(fake_openai_server: FakeOpenAI, settings) -> Iterator[FakeOpenAI]:  # type: ignore[no-untyped-def]
+    """The fake server, reset, with the platform's LLM settings pointed at it and fast retries."""
+    fake_openai_server.reset()
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_BASE_URL = fake_openai_server.base_url
+    settings.LLM_API_KEY = "sk-test"
+    settings.LLM_MODEL = "fake-chat"
+    settings.LLM_TIMEOUT_SEC = 2.0
+    settings.RETRY_MAX_ATTEMPTS = 3
+    settings.RETRY_BACKOFF_BASE_SEC = 0.01
+    settings.RETRY_BACKOFF_FACTOR = 2.0
+    settings.RETRY_BACKOFF_MAX_SEC = 0.05
+    yield fake_openai_server
+    fake_openai_server.reset()
+
+
+@pytest.fixture
+def clean_graph() -> None:
+    """Start the test from an empty graph (indexes and constraints stay)."""
+    graph.write_autocommit("MATCH (n) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS")
+
+
+@dataclass
+class Tenant:
+    project: ProjectData
+    read_key: IssuedApiKey
+    write_key: IssuedApiKey
+    admin_key: IssuedApiKey
+
+    def client(self, key: IssuedApiKey | None = None) -> APIClient:
+        client = APIClient()
+        if key is not None:
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {key.key}")
+        return client
+
+
+def make_tenant(name: str) -> Tenant:
+    project = project_create(name=name)
+    return Tenant(
+        project=project,
+        read_key=api_key_create(project_id=project.id, name="read", scopes=["read"]),
+        write_key=api_key_create(project_id=project.id, name="write", scopes=["read", "write"]),
+        admin_key=api_key_create(project_id=project.id, name="admin", scopes=["admin"]),
+    )
+
+
+@pytest.fixture
+def tenant_a(db) -> Tenant:  # type: ignore[no-untyped-def]
+    return make_tenant("tenant A")
+
+
+@pytest.fixture
+def tenant_b(db) -> Tenant:  # type: ignore[no-untyped-def]
+    return make_tenant("tenant B")
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
+    """A real Celery worker on the session's Redis (for health checks and tasks)."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo",
+         "--loglevel", "warning", "--hostname", f"tests-{os.getpid()}@%h", "--without-mingle", "--without-gossip"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    from config.celery import app
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("celery worker exited at start-up")
+        if app.control.ping(timeout=0.5):
+            break
+    else:
+        proc.terminate()
+        raise RuntimeError("celery worker did not answer ping within 60s")
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()

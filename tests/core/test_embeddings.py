@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from core.embeddings import get_embedder, make_embedder
+from core.errors import InvalidInput
+from core.llm.usage import usage_meter
+from tests.support.openai_server import FakeOpenAI, Step, hashed_vector
+
+
+def _cos(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (
+        math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    )
+
+
+def test_local_embedder_is_offline_minilm_with_384_dims() -> None:
+    embedder = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384, batch_size=2)
+    texts = [
+        "The cat sat on the mat.",
+        "A kitten is sitting on a rug.",
+        "Quarterly revenue grew by eight percent.",
+        "Neo4j stores graphs.",
+        "Graph databases keep nodes and relationships.",
+    ]
+    vectors = embedder.embed(texts)  # three batches of at most two
+    assert len(vectors) == 5
+    assert all(len(v) == 384 for v in vectors)
+    assert all(abs(math.sqrt(sum(x * x for x in v)) - 1.0) < 1e-3 for v in vectors)
+    assert _cos(vectors[0], vectors[1]) > _cos(vectors[0], vectors[2]) + 0.2
+    assert _cos(vectors[3], vectors[4]) > _cos(vectors[3], vectors[2])
+    # batching does not change results
+    assert embedder.embed([texts[2]])[0] == pytest.approx(vectors[2], abs=1e-5)
+
+
+def test_default_embedder_is_local(settings) -> None:  # type: ignore[no-untyped-def]
+    embedder = get_embedder()
+    assert embedder.name == "local:all-MiniLM-L6-v2"
+    assert embedder.dimensions == 384
+
+
+def test_local_embedder_rejects_other_models() -> None:
+    with pytest.raises(InvalidInput):
+        make_embedder(provider="local", model="bge-large", dimensions=1024)
+
+
+def test_unknown_provider_is_rejected() -> None:
+    with pytest.raises(InvalidInput):
+        make_embedder(provider="nope", model="m", dimensions=3)
+
+
+def test_openai_embedder_batches_orders_and_records_usage(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.EMBEDDINGS_API_KEY = "sk-test"
+    settings.EMBEDDINGS_BASE_URL = fake_openai.base_url
+    embedder = make_embedder(provider="openai", model="text-embedding-3-small", dimensions=16, batch_size=3)
+    texts = [f"text number {i}" for i in range(7)]
+    with usage_meter() as meter:
+        vectors = embedder.embed(texts)
+    assert vectors == [pytest.approx(hashed_vector(t, 16)) for t in texts]
+    calls = fake_openai.requests_to("/embeddings")
+    assert [len(c.body["input"]) for c in calls] == [3, 3, 1]
+    assert all(c.body["dimensions"] == 16 for c in calls)
+    assert meter.calls == 3
+    assert meter.prompt_tokens == 21
+
+
+def test_openai_embedder_retries_429(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.EMBEDDINGS_API_KEY = "sk-test"
+    settings.EMBEDDINGS_BASE_URL = fake_openai.base_url
+    fake_openai.queue(Step(status=429, headers={"Retry-After": "0"}))
+    embedder = make_embedder(provider="openai", model="text-embedding-3-small", dimensions=8)
+    assert len(embedder.embed_one("hello")) == 8
+    assert len(fake_openai.requests_to("/embeddings")) == 2
+
+
+def test_wrong_dimension_from_server_is_rejected(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.EMBEDDINGS_API_KEY = "sk-test"
+    settings.EMBEDDINGS_BASE_URL = fake_openai.base_url
+    # a model name without the `dimensions` parameter: the server answers 8 dims, the project wants 16
+    embedder = make_embedder(provider="openai", model="ada-compatible", dimensions=16)
+    with pytest.raises(ValueError, match="wrong count or size"):
+        embedder.embed(["x"])

@@ -1,0 +1,68 @@
+"""pytest plugin: real Neo4j and Redis for the test session.
+
+Loaded with `-p tests.plugins.services` so it runs before pytest-django reads the settings: it
+starts the embedded Neo4j launcher and Redis on free ports with fresh temp dirs and exports
+NEO4J_URI / REDIS_URL. When those variables already point at external servers, nothing is started.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from core.runtime import ManagedProcess, start_neo4j, start_redis
+
+_started: list[ManagedProcess] = []
+_temp_dirs: list[Path] = []
+
+
+def _start_services() -> None:
+    root = Path(tempfile.mkdtemp(prefix="kp-test-"))
+    _temp_dirs.append(root)
+    os.environ["VAR_DIR"] = str(root / "var")
+    (root / "var" / "static").mkdir(parents=True)
+    # The suite decides LLM and embedder settings itself; a developer's .env must not leak in.
+    os.environ["LLM_PROVIDER"] = "none"
+    os.environ["EMBEDDINGS_PROVIDER"] = "local"
+    os.environ.setdefault("DJANGO_SECRET_KEY", "test-secret-key-not-for-production")
+    if not os.environ.get("REDIS_URL"):
+        redis = start_redis(root / "redis")
+        _started.append(redis)
+        os.environ["REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"
+    if not os.environ.get("NEO4J_URI"):
+        neo4j = start_neo4j(root / "neo4j")
+        _started.append(neo4j)
+        os.environ["NEO4J_URI"] = f"bolt://127.0.0.1:{neo4j.port}"
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):  # type: ignore[no-untyped-def]
+    if not any(a in ("--collect-only", "--co", "--help", "-h") for a in args):
+        try:
+            _start_services()
+        except Exception:
+            _stop_services()
+            raise
+    return (yield)
+
+
+def _stop_services() -> None:
+    while _started:
+        _started.pop().stop()
+    while _temp_dirs:
+        shutil.rmtree(_temp_dirs.pop(), ignore_errors=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _stop_services()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [f"neo4j: {os.environ.get('NEO4J_URI')}  redis: {os.environ.get('REDIS_URL')}"]
+    for proc in _started:
+        lines.append(f"started {proc.name} (pid {proc.pid}) in {proc.started_sec:.1f}s")
+    return lines
