@@ -37,6 +37,8 @@ $(VENV)/.installed: requirements.lock
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.lock
 	@touch $@
+	@# an older lock's venv (several GB with torch) is removed once this one is complete
+	@for old in $(CACHE_DIR)/venv-*; do [ "$$old" = "$(VENV)" ] || rm -rf "$$old"; done
 
 launcher:
 	@platform/neo4j/build

@@ -13,7 +13,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 # A .env file in the repository root is optional; real environment variables win over it.
-env.read_env(BASE_DIR / ".env", overwrite=False)
+if (BASE_DIR / ".env").is_file():
+    env.read_env(BASE_DIR / ".env", overwrite=False)
 
 VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
 
@@ -147,7 +148,6 @@ NEO4J_URI = env.str("NEO4J_URI", default="") or f"bolt://127.0.0.1:{NEO4J_BOLT_P
 NEO4J_USERNAME = env.str("NEO4J_USERNAME", default="neo4j")
 NEO4J_PASSWORD = env.str("NEO4J_PASSWORD", default="")
 NEO4J_DATABASE = env.str("NEO4J_DATABASE", default="neo4j")
-NEO4J_DATA_DIR = Path(env.str("NEO4J_DATA_DIR", default=str(VAR_DIR / "neo4j")))
 NEO4J_CONNECTION_TIMEOUT_SEC = env.float("NEO4J_CONNECTION_TIMEOUT_SEC", default=5.0)
 NEO4J_MAX_POOL_SIZE = env.int("NEO4J_MAX_POOL_SIZE", default=50)
 # django-neomodel would otherwise open a second driver from a URL; the platform hands neomodel
@@ -160,7 +160,6 @@ NEOMODEL_FORCE_TIMEZONE = False
 REDIS_PORT = env.int("REDIS_PORT", default=6379)
 REDIS_EMBEDDED = not env.str("REDIS_URL", default="")
 REDIS_URL = env.str("REDIS_URL", default="") or f"redis://127.0.0.1:{REDIS_PORT}/0"
-REDIS_DATA_DIR = Path(env.str("REDIS_DATA_DIR", default=str(VAR_DIR / "redis")))
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
@@ -219,7 +218,9 @@ EMBEDDINGS_MODEL = env.str(
     "EMBEDDINGS_MODEL",
     default="all-MiniLM-L6-v2" if EMBEDDINGS_PROVIDER == "local" else "text-embedding-3-small",
 )
-EMBEDDINGS_DIMENSIONS = env.int("EMBEDDINGS_DIMENSIONS", default=384 if EMBEDDINGS_PROVIDER == "local" else 1536)
+EMBEDDINGS_DIMENSIONS = env.int(
+    "EMBEDDINGS_DIMENSIONS", default=384 if EMBEDDINGS_PROVIDER == "local" else 1536
+)
 EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=64)
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="") or LLM_API_KEY
 EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL

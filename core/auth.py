@@ -97,7 +97,9 @@ class HasScope(BasePermission):
         key = request_api_key(request)
         if key is None:
             return False
-        needed = getattr(view, "required_scope", None) or ("read" if request.method in SAFE_METHODS else "write")
+        needed = getattr(view, "required_scope", None) or (
+            "read" if request.method in SAFE_METHODS else "write"
+        )
         if not key.has_scope(needed):
             self.message = f"this API key lacks the '{needed}' scope"
             return False

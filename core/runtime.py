@@ -101,7 +101,9 @@ def start_neo4j(data_dir: Path, port: int | None = None, *, timeout: float = 240
     """Run platform/neo4j/run; return once it printed READY (Bolt accepts connections)."""
     port = port or free_port()
     env = {"NEO4J_BOLT_PORT": str(port)}
-    managed, ready = _spawn("neo4j", [str(NEO4J_RUN), str(data_dir)], port=port, data_dir=data_dir, env=env, marker="READY")
+    managed, ready = _spawn(
+        "neo4j", [str(NEO4J_RUN), str(data_dir)], port=port, data_dir=data_dir, env=env, marker="READY"
+    )
     if not ready.wait(timeout) or not managed.alive() or not port_open(port):
         managed.stop(timeout=10)
         raise ServiceStartError(f"neo4j did not start on port {port}:\n{managed.tail()}")
@@ -112,7 +114,9 @@ def start_neo4j(data_dir: Path, port: int | None = None, *, timeout: float = 240
 def start_redis(data_dir: Path, port: int | None = None, *, timeout: float = 30.0) -> ManagedProcess:
     port = port or free_port()
     env = {"REDIS_PORT": str(port), "REDIS_LOGLEVEL": "warning"}
-    managed, _ready = _spawn("redis", [str(REDIS_RUN), str(data_dir)], port=port, data_dir=data_dir, env=env, marker=None)
+    managed, _ready = _spawn(
+        "redis", [str(REDIS_RUN), str(data_dir)], port=port, data_dir=data_dir, env=env, marker=None
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not managed.alive():

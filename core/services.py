@@ -14,7 +14,6 @@ from core.errors import InvalidInput, NotFound
 from core.models import SCOPES, ApiKey, Project
 from core.nodes import ProjectNode
 
-
 RATE_RE = re.compile(r"^[1-9][0-9]{0,6}/(s|sec|second|m|min|minute|h|hour|d|day)$")
 
 
@@ -49,9 +48,7 @@ def project_create(*, name: str) -> ProjectData:
     return _project_data(row)
 
 
-def api_key_create(
-    *, project_id: str, name: str, scopes: list[str], rate_limit: str = ""
-) -> IssuedApiKey:
+def api_key_create(*, project_id: str, name: str, scopes: list[str], rate_limit: str = "") -> IssuedApiKey:
     scopes = sorted({s.strip() for s in scopes if s.strip()})
     unknown = [s for s in scopes if s not in SCOPES]
     if not scopes or unknown:

@@ -25,7 +25,8 @@ honcho.manager.KILL_WAIT = int(os.environ.get("SHUTDOWN_WAIT_SEC", "60"))
 
 def process_env() -> dict[str, str]:
     env = environ.Env()
-    env.read_env(REPO / ".env", overwrite=False)
+    if (REPO / ".env").is_file():
+        env.read_env(REPO / ".env", overwrite=False)
     var_dir = Path(os.environ.get("VAR_DIR", REPO / "var")).resolve()
     values = {
         "VAR_DIR": str(var_dir),

@@ -90,8 +90,22 @@ def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
     """A real Celery worker on the session's Redis (for health checks and tasks)."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo",
-         "--loglevel", "warning", "--hostname", f"tests-{os.getpid()}@%h", "--without-mingle", "--without-gossip"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "warning",
+            "--hostname",
+            f"tests-{os.getpid()}@%h",
+            "--without-mingle",
+            "--without-gossip",
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,

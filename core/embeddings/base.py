@@ -46,9 +46,7 @@ _cache: dict[tuple[str, str, int], Embedder] = {}
 _lock = threading.Lock()
 
 
-def make_embedder(
-    *, provider: str, model: str, dimensions: int, batch_size: int | None = None
-) -> Embedder:
+def make_embedder(*, provider: str, model: str, dimensions: int, batch_size: int | None = None) -> Embedder:
     batch = batch_size or settings.EMBEDDINGS_BATCH_SIZE
     if provider == "local":
         from core.embeddings.local import LocalEmbedder

@@ -40,6 +40,8 @@ class LocalEmbedder(Embedder):
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         model = self._load()
-        vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
+        vectors = model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
         usage.record(model=f"local:{self.model}", prompt=sum(len(t.split()) for t in texts))
         return [[float(x) for x in row] for row in vectors]

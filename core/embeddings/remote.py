@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 
 from core.embeddings.base import Embedder
@@ -23,12 +25,14 @@ class OpenAIEmbedder(Embedder):
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         def attempt() -> list[list[float]]:
-            kwargs = {"model": self.model, "input": texts}
+            kwargs: dict[str, Any] = {"model": self.model, "input": texts}
             if self.model.startswith("text-embedding-3"):
                 kwargs["dimensions"] = self.dimensions
             response = self._client.embeddings.create(**kwargs)
             if response.usage is not None:
-                usage.record(model=self.model, prompt=response.usage.prompt_tokens, total=response.usage.total_tokens)
+                usage.record(
+                    model=self.model, prompt=response.usage.prompt_tokens, total=response.usage.total_tokens
+                )
             ordered = sorted(response.data, key=lambda item: item.index)
             return [list(item.embedding) for item in ordered]
 

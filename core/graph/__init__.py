@@ -125,9 +125,10 @@ def write_tx(work: Callable[[ManagedTransaction], T]) -> T:
 
 
 def read_tx(work: Callable[[ManagedTransaction], T]) -> T:
-    with translate_errors(), get_driver().session(
-        database=database(), default_access_mode=neo4j.READ_ACCESS
-    ) as session:
+    with (
+        translate_errors(),
+        get_driver().session(database=database(), default_access_mode=neo4j.READ_ACCESS) as session,
+    ):
         return session.execute_read(work)
 
 

@@ -33,7 +33,11 @@ class LLMInvalidOutput(PlatformError):
 
 
 def make_client(
-    *, api_key: str | None = None, base_url: str | None = None, provider: str | None = None, timeout: float | None = None
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    provider: str | None = None,
+    timeout: float | None = None,
 ) -> openai.OpenAI:
     """A client for the configured provider. SDK-level retries are off: tenacity does them."""
     provider = provider or settings.LLM_PROVIDER

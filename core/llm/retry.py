@@ -47,7 +47,9 @@ def backoff_wait(state: RetryCallState) -> float:
     hinted = _retry_after(exc)
     if hinted is not None:
         return min(hinted, cap)
-    ceiling = min(cap, settings.RETRY_BACKOFF_BASE_SEC * settings.RETRY_BACKOFF_FACTOR ** (state.attempt_number - 1))
+    ceiling = min(
+        cap, settings.RETRY_BACKOFF_BASE_SEC * settings.RETRY_BACKOFF_FACTOR ** (state.attempt_number - 1)
+    )
     return random.uniform(ceiling / 2, ceiling)
 
 

@@ -105,12 +105,16 @@ def test_key_without_admin_scope_cannot_create_projects(tenant_a: Tenant, key_na
 
 @pytest.mark.django_db
 def test_admin_key_creates_project_in_sql_and_graph(tenant_a: Tenant) -> None:
-    response = tenant_a.client(tenant_a.admin_key).post("/api/v1/projects", {"name": " Research "}, format="json")
+    response = tenant_a.client(tenant_a.admin_key).post(
+        "/api/v1/projects", {"name": " Research "}, format="json"
+    )
     assert response.status_code == 201
     body = response.json()
     assert body["name"] == "Research"
     assert Project.objects.filter(pk=body["id"]).exists()
-    nodes = graph.read("MATCH (p:Project {id: $id}) RETURN p.project_id AS pid, p.name AS name", id=body["id"])
+    nodes = graph.read(
+        "MATCH (p:Project {id: $id}) RETURN p.project_id AS pid, p.name AS name", id=body["id"]
+    )
     assert nodes == [{"pid": body["id"], "name": "Research"}]
 
 

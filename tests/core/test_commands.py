@@ -14,7 +14,9 @@ def test_create_project_prints_id_and_writes_sql_and_graph() -> None:
     call_command("create_project", "--name", "cli project", stdout=out)
     project_id = out.getvalue().strip()
     assert Project.objects.get(pk=project_id).name == "cli project"
-    assert graph.read("MATCH (p:Project {id: $id}) RETURN p.name AS name", id=project_id) == [{"name": "cli project"}]
+    assert graph.read("MATCH (p:Project {id: $id}) RETURN p.name AS name", id=project_id) == [
+        {"name": "cli project"}
+    ]
 
 
 @pytest.mark.django_db
@@ -23,7 +25,9 @@ def test_create_api_key_prints_a_working_key_once() -> None:
     call_command("create_project", "--name", "keyed", stdout=out)
     project_id = out.getvalue().strip()
     out = StringIO()
-    call_command("create_api_key", "--project", project_id, "--name", "agent", "--scopes", "read,write", stdout=out)
+    call_command(
+        "create_api_key", "--project", project_id, "--name", "agent", "--scopes", "read,write", stdout=out
+    )
     key = out.getvalue().strip()
     assert key.startswith("kp_")
     row = ApiKey.objects.get(project_id=project_id)
@@ -40,7 +44,9 @@ def test_create_api_key_rejects_bad_scopes_and_writes_nothing(scopes: str) -> No
     call_command("create_project", "--name", "p", stdout=out)
     project_id = out.getvalue().strip()
     with pytest.raises(CommandError):
-        call_command("create_api_key", "--project", project_id, "--name", "k", "--scopes", scopes, stdout=StringIO())
+        call_command(
+            "create_api_key", "--project", project_id, "--name", "k", "--scopes", scopes, stdout=StringIO()
+        )
     assert not ApiKey.objects.filter(project_id=project_id).exists()
 
 
@@ -58,7 +64,14 @@ def test_create_api_key_rejects_bad_rate_limit() -> None:
     project_id = out.getvalue().strip()
     with pytest.raises(CommandError, match="rate limit"):
         call_command(
-            "create_api_key", "--project", project_id, "--name", "k", "--rate-limit", "lots", stdout=StringIO()
+            "create_api_key",
+            "--project",
+            project_id,
+            "--name",
+            "k",
+            "--rate-limit",
+            "lots",
+            stdout=StringIO(),
         )
     assert ApiKey.objects.count() == 0
 

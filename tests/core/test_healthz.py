@@ -24,7 +24,12 @@ def test_healthz_all_up(celery_worker_process) -> None:  # type: ignore[no-untyp
     assert components["redis"]["version"].startswith("7.")
     assert components["celery"]["status"] == "up"
     assert components["celery"]["workers"]
-    assert components["llm"] == {"status": "not_configured", "required": False, "latency_ms": None, "mode": "extractive"}
+    assert components["llm"] == {
+        "status": "not_configured",
+        "required": False,
+        "latency_ms": None,
+        "mode": "extractive",
+    }
 
 
 @pytest.mark.django_db
@@ -69,7 +74,11 @@ def test_healthz_503_without_a_worker(settings) -> None:  # type: ignore[no-unty
 def test_stdlib_platform_module_is_not_shadowed() -> None:
     result = subprocess.run(
         [sys.executable, "-c", "import platform, uuid; print(platform.system()); print(uuid.uuid4())"],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "Linux"

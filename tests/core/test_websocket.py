@@ -23,8 +23,9 @@ def _path(project_id: str, key: str | None = None) -> str:
     return f"{path}?key={key}" if key else path
 
 
-async def _connect(path: str, *, headers: list[tuple[bytes, bytes]] | None = None,
-                   subprotocols: list[str] | None = None) -> tuple[WebsocketCommunicator, bool, Any]:
+async def _connect(
+    path: str, *, headers: list[tuple[bytes, bytes]] | None = None, subprotocols: list[str] | None = None
+) -> tuple[WebsocketCommunicator, bool, Any]:
     communicator = WebsocketCommunicator(application, path, headers=headers or [], subprotocols=subprotocols)
     connected, detail = await communicator.connect(timeout=5)
     return communicator, connected, detail
@@ -37,8 +38,13 @@ def tenants() -> tuple[Tenant, Tenant]:
 
 def _event(project_id: str, phase: str = "chunking") -> ProgressEvent:
     return ProgressEvent(
-        message_type="ingestion_progress", project_id=project_id, job_id="job-1", phase=phase, progress_pct=40,
-        thought_summary="Chunking the document", details_md="**12** chunks",
+        message_type="ingestion_progress",
+        project_id=project_id,
+        job_id="job-1",
+        phase=phase,
+        progress_pct=40,
+        thought_summary="Chunking the document",
+        details_md="**12** chunks",
     )
 
 
@@ -119,7 +125,9 @@ def test_bad_keys_are_refused_at_handshake(tenants: tuple[Tenant, Tenant], case:
         (b"http://127.0.0.1:8000", True),
     ],
 )
-def test_origin_is_checked_against_allowed_hosts(tenants: tuple[Tenant, Tenant], origin: bytes, accepted: bool) -> None:
+def test_origin_is_checked_against_allowed_hosts(
+    tenants: tuple[Tenant, Tenant], origin: bytes, accepted: bool
+) -> None:
     a, _ = tenants
 
     async def scenario() -> bool:
@@ -141,8 +149,12 @@ def test_progress_is_also_published_on_redis_pubsub(tenants: tuple[Tenant, Tenan
     pubsub.get_message(timeout=2)  # subscription confirmation
     publish(
         ProgressEvent(
-            message_type="retrieval_progress", project_id=a.project.id, retrieval_id="r-42",
-            phase="primer", progress_pct=20, thought_summary="Priming",
+            message_type="retrieval_progress",
+            project_id=a.project.id,
+            retrieval_id="r-42",
+            phase="primer",
+            progress_pct=20,
+            thought_summary="Priming",
         )
     )
     deadline = time.monotonic() + 5
@@ -161,4 +173,6 @@ def test_progress_event_validation() -> None:
     with pytest.raises(ValueError, match="job_id"):
         ProgressEvent(message_type="ingestion_progress", project_id="p", phase="x", progress_pct=1)
     with pytest.raises(ValueError):
-        ProgressEvent(message_type="retrieval_progress", project_id="p", retrieval_id="r", phase="x", progress_pct=101)
+        ProgressEvent(
+            message_type="retrieval_progress", project_id="p", retrieval_id="r", phase="x", progress_pct=101
+        )

@@ -98,7 +98,9 @@ class FakeOpenAI:
                 except json.JSONDecodeError:
                     return {"_raw": raw.decode("latin-1")}
 
-            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, raw: str | None = None) -> None:
+            def _send(
+                self, status: int, payload: Any, headers: dict[str, str] | None = None, raw: str | None = None
+            ) -> None:
                 data = (raw if raw is not None else json.dumps(payload)).encode()
                 try:
                     self.send_response(status)
@@ -112,20 +114,34 @@ class FakeOpenAI:
                     pass  # the client gave up (timeout test)
 
             def do_GET(self) -> None:  # noqa: N802
-                fake.requests.append(RecordedRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, {}))
+                fake.requests.append(
+                    RecordedRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, {})
+                )
                 if self.path.split("?")[0].endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": "fake-chat", "object": "model", "created": 0, "owned_by": "tests"}]})
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {"id": "fake-chat", "object": "model", "created": 0, "owned_by": "tests"}
+                            ],
+                        },
+                    )
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self._read_json()
-                fake.requests.append(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                fake.requests.append(
+                    RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                )
                 step = fake._next_step() or Step()
                 if step.delay_sec:
                     time.sleep(step.delay_sec)
                 if step.status != 200:
-                    message = {"error": {"message": f"scripted {step.status}", "type": "scripted", "code": None}}
+                    message = {
+                        "error": {"message": f"scripted {step.status}", "type": "scripted", "code": None}
+                    }
                     self._send(step.status, message, step.headers, step.body)
                     return
                 path = self.path.split("?")[0]
@@ -141,27 +157,53 @@ class FakeOpenAI:
                     self._send(200, None, step.headers, step.body)
                     return
                 messages = body.get("messages") or [{}]
-                content = step.content if step.content is not None else f"echo: {messages[-1].get('content', '')}"
+                content = (
+                    step.content if step.content is not None else f"echo: {messages[-1].get('content', '')}"
+                )
                 prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
                 completion_tokens = len(content.split())
-                self._send(200, {
-                    "id": "chatcmpl-test",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": body.get("model", "fake-chat"),
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                              "total_tokens": prompt_tokens + completion_tokens},
-                }, step.headers)
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "fake-chat"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": content},
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt_tokens,
+                            "completion_tokens": completion_tokens,
+                            "total_tokens": prompt_tokens + completion_tokens,
+                        },
+                    },
+                    step.headers,
+                )
 
             def _embeddings(self, body: dict[str, Any], step: Step) -> None:
                 inputs = body.get("input")
                 texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
                 dims = int(body.get("dimensions") or 8)
-                data = [{"object": "embedding", "index": i, "embedding": hashed_vector(t, dims)} for i, t in enumerate(texts)]
+                data = [
+                    {"object": "embedding", "index": i, "embedding": hashed_vector(t, dims)}
+                    for i, t in enumerate(texts)
+                ]
                 tokens = sum(len(str(t).split()) for t in texts)
-                self._send(200, {"object": "list", "data": data, "model": body.get("model"),
-                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}, step.headers)
+                self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": body.get("model"),
+                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                    },
+                    step.headers,
+                )
 
         return Handler
 

@@ -1,0 +1,81 @@
+#!/usr/bin/env python
+"""Benchmark harness (make bench). Each benchmark prints its figures next to a peer's figure from
+the same run and writes bench/results/<name>.json; bench/results/README.md is the combined table.
+
+    python bench/run.py                 # all benchmarks
+    python bench/run.py --only startup  # one of them
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform as stdlib_platform
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench import startup  # noqa: E402
+
+RESULTS = REPO / "bench" / "results"
+BENCHMARKS = {"startup": startup.run}
+
+
+def machine() -> dict[str, object]:
+    import os
+
+    import psutil
+
+    return {
+        "python": stdlib_platform.python_version(),
+        "cpus": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "kernel": stdlib_platform.release(),
+    }
+
+
+def write_table() -> None:
+    rows = ["| benchmark | figure | platform | peer | peer figure |", "|---|---|---|---|---|"]
+    for path in sorted(RESULTS.glob("*.json")):
+        result = json.loads(path.read_text())
+        for row in result["rows"]:
+            rows.append(
+                f"| {result['name']} | {row['figure']} | {row['value']} {row['unit']} | {row['peer']} | "
+                f"{row['peer_value']} {row['unit']} |"
+            )
+    header = (
+        "# Benchmark results\n\nWritten by `make bench` (bench/run.py); each figure stands next to a peer's "
+        "figure measured in the same run. Machine and date are in each JSON file.\n\n"
+    )
+    (RESULTS / "README.md").write_text(header + "\n".join(rows) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", choices=sorted(BENCHMARKS), action="append")
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for name in args.only or sorted(BENCHMARKS):
+        print(f"== {name}", flush=True)
+        started = time.time()
+        result = BENCHMARKS[name]()
+        result.update(
+            name=name, machine=machine(), date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
+        )
+        (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+        width = max(len(r["figure"]) for r in result["rows"])
+        for row in result["rows"]:
+            print(
+                f"  {row['figure']:<{width}}  {row['value']:>9} {row['unit']:<4}  | {row['peer']}: "
+                f"{row['peer_value']} {row['unit']}"
+            )
+    write_table()
+    print(f"results in {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""Start-up time and peak memory of the platform (`make run`'s process set).
+
+Platform figures: the whole platform from `platform/run.py` (cold: empty directories; warm: the same
+directories again), time until Neo4j prints READY and until /healthz answers 200, then a short load
+(health checks, authenticated reads, project creations) and each process's peak RSS (VmHWM).
+Peers, from the same run: Redis next to Neo4j; Neo4j + Redis alone next to the whole platform;
+a bare `django.setup()` process next to each Python process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+from core.runtime import free_port, start_neo4j, start_redis
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _vm_hwm_mib(pid: int) -> float | None:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    match = re.search(r"VmHWM:\s+(\d+) kB", text)
+    return round(int(match.group(1)) / 1024, 1) if match else None
+
+
+def _role(proc: psutil.Process) -> str | None:
+    try:
+        cmd = " ".join(proc.cmdline())
+        name = proc.name()
+    except psutil.Error:
+        return None
+    if name == "java" and "Launcher" in cmd:
+        return "neo4j"
+    if name == "redis-server":
+        return "redis"
+    if "daphne" in cmd:
+        return "web"
+    if "celery" in cmd and " worker" in cmd:
+        return "worker"
+    if "celery" in cmd and " beat" in cmd:
+        return "beat"
+    return None
+
+
+class PlatformRun:
+    def __init__(self, var_dir: Path) -> None:
+        self.ports = {"neo4j": free_port(), "redis": free_port(), "web": free_port()}
+        env = {k: v for k, v in os.environ.items() if k not in ("NEO4J_URI", "REDIS_URL")}
+        env.update(
+            VAR_DIR=str(var_dir),
+            NEO4J_BOLT_PORT=str(self.ports["neo4j"]),
+            REDIS_PORT=str(self.ports["redis"]),
+            WEB_PORT=str(self.ports["web"]),
+        )
+        self.base = f"http://127.0.0.1:{self.ports['web']}"
+        self.lines: list[tuple[float, str]] = []
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "platform/run.py"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append((time.monotonic() - self.t0, line.rstrip()))
+
+    def when(self, pattern: str) -> float:
+        for at, line in self.lines:
+            if re.search(pattern, line):
+                return round(at, 2)
+        raise RuntimeError(f"never printed {pattern!r}:\n" + "\n".join(line for _, line in self.lines[-40:]))
+
+    def value(self, label: str) -> str:
+        for _, line in self.lines:
+            match = re.search(rf"{label}\s+(\S+)$", line)
+            if match:
+                return match.group(1)
+        raise RuntimeError(f"{label} not printed")
+
+    def wait_healthy(self, timeout: float = 300) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=5).status_code == 200:
+                    return round(time.monotonic() - self.t0, 2)
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(
+            "platform never became healthy:\n" + "\n".join(line for _, line in self.lines[-60:])
+        )
+
+    def load(self) -> dict[str, float]:
+        time.sleep(0.5)  # the demo key is printed just before the web server listens
+        project, key = self.value("demo project"), self.value("demo API key")
+        headers = {"Authorization": f"Bearer {key}"}
+        timings: dict[str, list[float]] = {"healthz": [], "project_get": [], "project_create": []}
+        with httpx.Client(base_url=self.base, timeout=30) as client:
+            for i in range(300):
+                for name, call in (
+                    ("healthz", lambda: client.get("/healthz")),
+                    ("project_get", lambda: client.get(f"/api/v1/projects/{project}", headers=headers)),
+                ):
+                    started = time.perf_counter()
+                    response = call()
+                    timings[name].append(time.perf_counter() - started)
+                    response.raise_for_status()
+                if i % 6 == 0:
+                    started = time.perf_counter()
+                    client.post(
+                        "/api/v1/projects", json={"name": f"bench {i}"}, headers=headers
+                    ).raise_for_status()
+                    timings["project_create"].append(time.perf_counter() - started)
+        return {name: round(sorted(v)[len(v) // 2] * 1000, 1) for name, v in timings.items()}
+
+    def peaks(self) -> dict[str, float]:
+        peaks: dict[str, float] = {}
+        for proc in psutil.Process(self.proc.pid).children(recursive=True):
+            role = _role(proc)
+            hwm = _vm_hwm_mib(proc.pid)
+            if role is None or hwm is None:
+                continue
+            if role == "worker" and _role(proc.parent()) == "worker":
+                role = "worker pool child"
+            peaks[role] = max(peaks.get(role, 0.0), hwm)
+        return peaks
+
+    def stop(self) -> float:
+        started = time.monotonic()
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=120)
+        return round(time.monotonic() - started, 2)
+
+
+def _bare_django_peak() -> float:
+    code = (
+        "import os, re, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); django.setup();"
+        "import config.asgi, core.apis;"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    return round(int(out.stdout.strip().splitlines()[-1]) / 1024, 1)
+
+
+def _bare_services(tmp: Path) -> dict[str, float]:
+    """Peer: Neo4j and Redis alone, started together, cold then warm."""
+    out: dict[str, float] = {}
+    for phase in ("cold", "warm"):
+        started = time.monotonic()
+        results: dict[str, Any] = {}
+        threads = [
+            threading.Thread(target=lambda: results.__setitem__("neo4j", start_neo4j(tmp / "peer-neo4j"))),
+            threading.Thread(target=lambda: results.__setitem__("redis", start_redis(tmp / "peer-redis"))),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        out[f"services_{phase}_s"] = round(time.monotonic() - started, 2)
+        out[f"redis_{phase}_s"] = round(results["redis"].started_sec, 2)
+        out[f"neo4j_alone_{phase}_s"] = round(results["neo4j"].started_sec, 2)
+        out["redis_peak_mib"] = _vm_hwm_mib(results["redis"].proc.pid) or 0.0
+        for proc in results.values():
+            proc.stop()
+    return out
+
+
+def run() -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="kp-bench-startup-"))
+    try:
+        peer = _bare_services(tmp)
+        django_peak = _bare_django_peak()
+        figures: dict[str, Any] = {"peer": peer, "bare_django_peak_mib": django_peak}
+        for phase in ("cold", "warm"):
+            platform = PlatformRun(tmp / "var")
+            try:
+                healthy = platform.wait_healthy()
+                latency = platform.load()
+                figures[phase] = {
+                    "neo4j_ready_s": platform.when(r"neo4j\s+\| READY"),
+                    "redis_ready_s": platform.when(r"Ready to accept connections"),
+                    "healthz_200_s": healthy,
+                    "median_latency_ms": latency,
+                    "peak_rss_mib": platform.peaks(),
+                }
+            finally:
+                figures[phase]["stop_s"] = platform.stop()
+        cold, warm = figures["cold"], figures["warm"]
+        rows = [
+            _row(
+                "Neo4j ready, empty store",
+                cold["neo4j_ready_s"],
+                "s",
+                "Redis ready, empty dir",
+                cold["redis_ready_s"],
+            ),
+            _row(
+                "Neo4j ready, existing store",
+                warm["neo4j_ready_s"],
+                "s",
+                "Redis ready, existing AOF",
+                warm["redis_ready_s"],
+            ),
+            _row(
+                "whole platform /healthz 200, cold",
+                cold["healthz_200_s"],
+                "s",
+                "Neo4j + Redis alone, cold",
+                peer["services_cold_s"],
+            ),
+            _row(
+                "whole platform /healthz 200, warm",
+                warm["healthz_200_s"],
+                "s",
+                "Neo4j + Redis alone, warm",
+                peer["services_warm_s"],
+            ),
+            _row("whole platform stop (Ctrl-C)", warm["stop_s"], "s", "cold run's stop", cold["stop_s"]),
+            _row(
+                "peak RSS neo4j (JVM, 1g heap)",
+                warm["peak_rss_mib"].get("neo4j"),
+                "MiB",
+                "redis",
+                warm["peak_rss_mib"].get("redis"),
+            ),
+        ]
+        for role in ("web", "worker", "worker pool child", "beat"):
+            rows.append(
+                _row(
+                    f"peak RSS {role}",
+                    warm["peak_rss_mib"].get(role),
+                    "MiB",
+                    "bare django.setup()",
+                    django_peak,
+                )
+            )
+        rows.append(
+            _row(
+                "median GET /api/v1/projects/{id}",
+                warm["median_latency_ms"]["project_get"],
+                "ms",
+                "median GET /healthz (4 checks)",
+                warm["median_latency_ms"]["healthz"],
+            )
+        )
+        return {"rows": rows, "figures": figures}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _row(figure: str, value: Any, unit: str, peer: str, peer_value: Any) -> dict[str, Any]:
+    return {"figure": figure, "value": value, "unit": unit, "peer": peer, "peer_value": peer_value}

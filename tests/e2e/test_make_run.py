@@ -1,0 +1,145 @@
+"""`make run`'s process set (platform/run.py): everything starts, /healthz is 200, Ctrl-C stops it all,
+and a second start on the same directories finds the same data."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from core.runtime import free_port
+from tests.support.processes import REPO, wait_for_status
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+class Platform:
+    def __init__(self, var_dir: Path, ports: dict[str, int]) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("NEO4J_URI", "REDIS_URL", "VAR_DIR")}
+        env.update(
+            VAR_DIR=str(var_dir),
+            NEO4J_BOLT_PORT=str(ports["neo4j"]),
+            REDIS_PORT=str(ports["redis"]),
+            WEB_PORT=str(ports["web"]),
+            CELERY_WORKER_CONCURRENCY="1",
+            NEO4J_HEAP="512m",
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "platform/run.py"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.base = f"http://127.0.0.1:{ports['web']}"
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip())
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def value(self, label: str) -> str:
+        for line in self.lines:
+            match = re.search(rf"{label}\s+(\S+)$", line)
+            if match:
+                return match.group(1)
+        raise AssertionError(f"{label} not printed:\n{self.output()}")
+
+    def ctrl_c(self, timeout: float = 90) -> list[psutil.Process]:
+        children = psutil.Process(self.proc.pid).children(recursive=True)
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=timeout)
+        gone, alive = psutil.wait_procs(children, timeout=10)
+        return alive
+
+
+def _ports() -> dict[str, int]:
+    return {"neo4j": free_port(), "redis": free_port(), "web": free_port()}
+
+
+def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
+    ports = _ports()
+    platform = Platform(tmp_path / "var", ports)
+    try:
+        health = wait_for_status(f"{platform.base}/healthz", 200, timeout=240).json()
+        assert {name for name, c in health["components"].items() if c["status"] == "up"} == {
+            "neo4j",
+            "redis",
+            "celery",
+        }
+        time.sleep(0.5)
+        project_id, key = platform.value("demo project"), platform.value("demo API key")
+        response = httpx.get(
+            f"{platform.base}/api/v1/projects/{project_id}", headers={"Authorization": f"Bearer {key}"}
+        )
+        assert response.status_code == 200
+        assert httpx.get(f"{platform.base}/admin/login/").status_code == 200
+        assert httpx.get(f"{platform.base}/static/admin/css/base.css").status_code == 200
+        assert httpx.get(f"{platform.base}/api/docs/").status_code == 200
+    finally:
+        leftovers = platform.ctrl_c()
+    assert leftovers == [], f"processes left running: {leftovers}\n{platform.output()}"
+    out = platform.output()
+    assert "STOPPED" in out  # Neo4j's shutdown hook completed
+    assert "SIGKILL" not in out
+    assert "Traceback" not in out, out
+
+    # a second start on the same directories: same demo project, a fresh key
+    again = Platform(tmp_path / "var", _ports())
+    try:
+        wait_for_status(f"{again.base}/healthz", 200, timeout=240)
+        time.sleep(0.5)
+        assert again.value("demo project") == project_id
+        assert again.value("demo API key") != key
+    finally:
+        assert again.ctrl_c() == []
+
+
+def test_external_servers_are_not_started(tmp_path: Path) -> None:
+    """With NEO4J_URI and REDIS_URL set (here: the test session's servers), run.py starts neither."""
+    env = {
+        **os.environ,
+        "VAR_DIR": str(tmp_path / "var"),
+        "WEB_PORT": str(free_port()),
+        "CELERY_WORKER_CONCURRENCY": "1",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "platform/run.py"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    threading.Thread(
+        target=lambda: lines.extend(line.rstrip() for line in proc.stdout or []), daemon=True
+    ).start()
+    try:
+        wait_for_status(f"http://127.0.0.1:{env['WEB_PORT']}/healthz", 200, timeout=180)
+        names = {p.name() for p in psutil.Process(proc.pid).children(recursive=True)}
+        assert "java" not in names
+        assert "redis-server" not in names
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    out = "\n".join(lines)
+    assert "neo4j: external server configured, not started" in out
+    assert "redis: external server configured, not started" in out
