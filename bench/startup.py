@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,8 @@ class PlatformRun:
 
 def _bare_django_peak() -> float:
     code = (
-        "import os, re, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); django.setup();"
+        "import os, re, django;"
+        "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); django.setup();"
         "import config.asgi, core.apis;"
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
     )
@@ -169,15 +171,10 @@ def _bare_services(tmp: Path) -> dict[str, float]:
     out: dict[str, float] = {}
     for phase in ("cold", "warm"):
         started = time.monotonic()
-        results: dict[str, Any] = {}
-        threads = [
-            threading.Thread(target=lambda: results.__setitem__("neo4j", start_neo4j(tmp / "peer-neo4j"))),
-            threading.Thread(target=lambda: results.__setitem__("redis", start_redis(tmp / "peer-redis"))),
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            neo4j_future = pool.submit(start_neo4j, tmp / "peer-neo4j")
+            redis_future = pool.submit(start_redis, tmp / "peer-redis")
+            results = {"neo4j": neo4j_future.result(), "redis": redis_future.result()}
         out[f"services_{phase}_s"] = round(time.monotonic() - started, 2)
         out[f"redis_{phase}_s"] = round(results["redis"].started_sec, 2)
         out[f"neo4j_alone_{phase}_s"] = round(results["neo4j"].started_sec, 2)
