@@ -176,3 +176,34 @@ def test_progress_event_validation() -> None:
         ProgressEvent(
             message_type="retrieval_progress", project_id="p", retrieval_id="r", phase="x", progress_pct=101
         )
+
+
+def test_progress_is_sent_only_after_commit(tenants: tuple[Tenant, Tenant], settings) -> None:  # type: ignore[no-untyped-def]
+    from django.db import transaction
+
+    a, _ = tenants
+    settings.PROGRESS_REDIS_CHANNEL = "ui:commit-test"
+    pubsub = get_redis().pubsub()
+    pubsub.subscribe("ui:commit-test")
+    pubsub.get_message(timeout=2)
+
+    class Abort(Exception):
+        pass
+
+    try:
+        with transaction.atomic():
+            publish(_event(a.project.id, phase="rolled-back"))
+            raise Abort
+    except Abort:
+        pass
+    with transaction.atomic():
+        publish(_event(a.project.id, phase="committed"))
+
+    received = []
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.3)
+        if message:
+            received.append(json.loads(message["data"])["phase"])
+    pubsub.close()
+    assert received == ["committed"]
