@@ -31,7 +31,9 @@ system-deps:
 
 python-deps: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.lock
+# The venv path carries the lock's hash, so a changed lock means a new venv; no mtime dependency
+# (a fresh clone's files are all new).
+$(VENV)/.installed:
 	@mkdir -p $(CACHE_DIR)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

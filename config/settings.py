@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -202,6 +203,8 @@ PROGRESS_REDIS_CHANNEL = env.str("PROGRESS_REDIS_CHANNEL", default="ui:retrieval
 LLM_API_KEY = env.str("LLM_API_KEY", default="") or env.str("OPENAI_API_KEY", default="")
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_PROVIDER = env.str("LLM_PROVIDER", default="") or ("openai" if (LLM_API_KEY or LLM_BASE_URL) else "none")
+if LLM_PROVIDER not in ("none", "openai", "azure"):
+    raise ImproperlyConfigured(f"LLM_PROVIDER must be none, openai or azure, not {LLM_PROVIDER!r}")
 LLM_MODEL = env.str("LLM_MODEL", default="gpt-4o-mini")
 LLM_TEMPERATURE = env.float("LLM_TEMPERATURE", default=0.0)
 LLM_TIMEOUT_SEC = env.float("LLM_TIMEOUT_SEC", default=30.0)
@@ -214,6 +217,10 @@ RETRY_BACKOFF_MAX_SEC = env.float("RETRY_BACKOFF_MAX_SEC", default=60.0)
 
 # EMBEDDINGS_PROVIDER: "local" (all-MiniLM-L6-v2, 384 dims, offline) or "openai" / "azure".
 EMBEDDINGS_PROVIDER = env.str("EMBEDDINGS_PROVIDER", default="local")
+if EMBEDDINGS_PROVIDER not in ("local", "openai", "azure"):
+    raise ImproperlyConfigured(
+        f"EMBEDDINGS_PROVIDER must be local, openai or azure, not {EMBEDDINGS_PROVIDER!r}"
+    )
 EMBEDDINGS_MODEL = env.str(
     "EMBEDDINGS_MODEL",
     default="all-MiniLM-L6-v2" if EMBEDDINGS_PROVIDER == "local" else "text-embedding-3-small",

@@ -10,6 +10,9 @@ import logging
 import math
 from typing import Any
 
+import kombu.exceptions
+import neo4j.exceptions
+import redis.exceptions
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, JsonResponse
@@ -88,19 +91,12 @@ def _unavailable_dependency(exc: BaseException) -> DependencyUnavailable | None:
     """Map a driver/client connection error to DependencyUnavailable, else None."""
     if isinstance(exc, DependencyUnavailable):
         return exc
-    module = type(exc).__module__
-    import kombu.exceptions
-    import neo4j.exceptions
-    import redis.exceptions
-
     if isinstance(exc, neo4j.exceptions.ServiceUnavailable | neo4j.exceptions.SessionExpired):
         return DependencyUnavailable("neo4j", str(exc))
     if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
         return DependencyUnavailable("redis", str(exc))
     if isinstance(exc, kombu.exceptions.OperationalError):
         return DependencyUnavailable("redis", str(exc))
-    if module.startswith("neomodel") and isinstance(exc.__cause__ or exc.__context__, ConnectionError):
-        return DependencyUnavailable("neo4j", str(exc))
     return None
 
 
