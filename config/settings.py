@@ -80,6 +80,11 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Web, worker and beat share the file: wait for a lock instead of failing at once. The test
+    # database is a file too, so a real Celery worker process can see what a test committed.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"
@@ -174,6 +179,9 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=3300)
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A task whose worker died (kill -9) is handed out again after this long (tasks are short batches).
+CELERY_VISIBILITY_TIMEOUT_SEC = env.int("CELERY_VISIBILITY_TIMEOUT_SEC", default=300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SEC}
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -231,6 +239,25 @@ EMBEDDINGS_DIMENSIONS = env.int(
 EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=64)
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="") or LLM_API_KEY
 EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL
+
+# --- Ingestion and communities ------------------------------------------------------------------
+INGEST_MAX_DOCUMENTS = env.int("INGEST_MAX_DOCUMENTS", default=500)  # per request
+INGEST_MAX_TITLE_CHARS = env.int("INGEST_MAX_TITLE_CHARS", default=1000)
+INGEST_MAX_TEXT_CHARS = env.int("INGEST_MAX_TEXT_CHARS", default=5_000_000)
+INGEST_BATCH_SIZE = env.int("INGEST_BATCH_SIZE", default=32)  # documents per Celery task
+INGEST_MAX_RETRIES = env.int("INGEST_MAX_RETRIES", default=20)  # for a dependency outage
+INGEST_RETRY_BASE_SEC = env.float("INGEST_RETRY_BASE_SEC", default=2.0)
+CHUNK_SIZE_TOKENS = env.int("CHUNK_SIZE_TOKENS", default=600)  # defaults of new projects
+CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=100)
+EXTRACT_MAX_ENTITIES_PER_CHUNK = env.int("EXTRACT_MAX_ENTITIES_PER_CHUNK", default=8)
+EXTRACT_GLEANING_PASSES = env.int("EXTRACT_GLEANING_PASSES", default=1)
+ENTITY_MERGE_THRESHOLD = env.float("ENTITY_MERGE_THRESHOLD", default=0.95)
+# A project with at most this many candidates is searched by exact cosine, else by the vector index
+EXACT_SCAN_MAX_CANDIDATES = env.int("EXACT_SCAN_MAX_CANDIDATES", default=20000)
+COMMUNITY_MAX_LEVELS = env.int("COMMUNITY_MAX_LEVELS", default=4)
+COMMUNITY_MAX_CLUSTER_SIZE = env.int("COMMUNITY_MAX_CLUSTER_SIZE", default=50)
+# Automatic rebuild this long after the last ingestion finished; negative disables it
+COMMUNITY_REBUILD_DELAY_SEC = env.float("COMMUNITY_REBUILD_DELAY_SEC", default=30.0)
 
 # --- Health ------------------------------------------------------------------------------------------
 # Components that must be up for /healthz to answer 200; "llm" counts only when an LLM is configured.

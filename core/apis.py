@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from core import selectors, services
 from core.api_base import PlatformApi, ProjectApi
+from core.auth import request_project_id
 
 
 class HealthzApi(APIView):
@@ -57,3 +58,26 @@ class ProjectDetailApi(ProjectApi):
     def get(self, request: Request, project_id: str) -> Response:
         project = selectors.project_get(project_id=project_id)
         return Response(ProjectOutputSerializer(project).data)
+
+
+class JobOutputSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    project_id = serializers.CharField()
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    phase = serializers.CharField()
+    progress_pct = serializers.IntegerField()
+    counts = serializers.DictField()
+    errors = serializers.ListField()
+    token_usage = serializers.DictField()
+    timings = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class JobDetailApi(PlatformApi):
+    @extend_schema(responses={200: JobOutputSerializer})
+    def get(self, request: Request, job_id: str) -> Response:
+        job = selectors.job_get(job_id=job_id, project_id=request_project_id(request))
+        return Response(JobOutputSerializer(job).data)

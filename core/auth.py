@@ -81,6 +81,12 @@ def request_api_key(request: Request) -> ApiKey | None:
     return request.auth if isinstance(request.auth, ApiKey) else None
 
 
+def request_project_id(request: Request) -> str | None:
+    """The project a key is bound to; None for staff sessions (which see every project)."""
+    key = request_api_key(request)
+    return key.project_id if key is not None else None
+
+
 def is_staff(request: Request) -> bool:
     user = request.user
     return bool(user and not isinstance(user, AnonymousUser) and getattr(user, "is_staff", False))

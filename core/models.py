@@ -26,10 +26,18 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     embedder = models.CharField(max_length=200, help_text="provider:model used for this project's vectors")
     embedding_dimensions = models.PositiveIntegerField()
+    chunk_size_tokens = models.PositiveIntegerField(default=600)
+    chunk_overlap_tokens = models.PositiveIntegerField(default=100)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(chunk_overlap_tokens__lt=models.F("chunk_size_tokens")),
+                name="chunk_overlap_below_size",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"
@@ -80,3 +88,34 @@ class ApiKey(models.Model):
         prefix = secrets.token_hex(KEY_PREFIX_LEN // 2)
         secret = secrets.token_urlsafe(32).replace("-", "x").replace("_", "y")
         return f"kp_{prefix}_{secret}", prefix, secret
+
+
+class Job(models.Model):
+    """A unit of background work (ingestion, community rebuild, ...) and its progress."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    id = models.CharField(primary_key=True, max_length=36, default=_uuid_str, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=40)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    phase = models.CharField(max_length=40, default="queued")
+    progress_pct = models.PositiveSmallIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    token_usage = models.JSONField(default=dict, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "kind", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id} ({self.status})"

@@ -14,7 +14,7 @@ from django.conf import settings
 from core import graph
 from core.dto import ProjectData
 from core.errors import NotFound
-from core.models import Project
+from core.models import Job, Project
 from core.redis_client import get_redis
 
 
@@ -29,6 +29,17 @@ def project_get(*, project_id: str) -> ProjectData:
         embedding_dimensions=row.embedding_dimensions,
         created_at=row.created_at,
     )
+
+
+def job_get(*, job_id: str, project_id: str | None) -> Job:
+    """A job; with `project_id` only that project's (another project's job answers 404)."""
+    jobs = Job.objects.filter(pk=job_id)
+    if project_id is not None:
+        jobs = jobs.filter(project_id=project_id)
+    job = jobs.first()
+    if job is None:
+        raise NotFound("job not found")
+    return job
 
 
 @dataclass

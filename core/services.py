@@ -35,7 +35,11 @@ def project_create(*, name: str) -> ProjectData:
     embedder = f"{settings.EMBEDDINGS_PROVIDER}:{settings.EMBEDDINGS_MODEL}"
     with transaction.atomic():
         row = Project.objects.create(
-            name=name, embedder=embedder, embedding_dimensions=settings.EMBEDDINGS_DIMENSIONS
+            name=name,
+            embedder=embedder,
+            embedding_dimensions=settings.EMBEDDINGS_DIMENSIONS,
+            chunk_size_tokens=settings.CHUNK_SIZE_TOKENS,
+            chunk_overlap_tokens=settings.CHUNK_OVERLAP_TOKENS,
         )
         with graph.translate_errors():
             ProjectNode(

@@ -1,4 +1,247 @@
-"""Cypher of the knowledge app. Always parameterised."""
+"""Cypher of the knowledge app. Always parameterised; every query is scoped by $project_id."""
 
-# Constraints and indexes this app needs beyond its neomodel classes (applied by graph_schema).
-SCHEMA: list[str] = []
+from __future__ import annotations
+
+from django.conf import settings
+
+
+def SCHEMA() -> list[str]:  # noqa: N802 - the schema hook name shared by all apps
+    dims = settings.EMBEDDINGS_DIMENSIONS
+    vector = (
+        "CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{label}) ON (n.embedding) "
+        "OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
+    )
+    return [
+        "CREATE CONSTRAINT document_key IF NOT EXISTS FOR (d:Document) REQUIRE (d.project_id, d.doc_key) IS UNIQUE",
+        "CREATE CONSTRAINT entity_key IF NOT EXISTS FOR (e:Entity) REQUIRE (e.project_id, e.key) IS UNIQUE",
+        "CREATE CONSTRAINT source_path IF NOT EXISTS FOR (s:Source) REQUIRE (s.project_id, s.path) IS UNIQUE",
+        "CREATE FULLTEXT INDEX chunk_text IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text]",
+        "CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.description]",
+        vector.format(name="chunk_embedding", label="Chunk", dims=dims),
+        vector.format(name="entity_embedding", label="Entity", dims=dims),
+        vector.format(name="community_embedding", label="Community", dims=dims),
+    ]
+
+
+DOCUMENTS_SUBMIT = """
+UNWIND $docs AS doc
+MERGE (d:Document {project_id: $project_id, doc_key: doc.doc_key})
+  ON CREATE SET d.id = doc.id, d.created_at = datetime(), d.status = 'new'
+WITH d, doc, (d.status IN ['ready', 'pending', 'processing'] AND d.content_hash = doc.content_hash) AS unchanged
+FOREACH (_ IN CASE WHEN unchanged THEN [] ELSE [1] END |
+  SET d.title = doc.title, d.source_path = doc.source_path, d.mime_type = doc.mime_type,
+      d.author = doc.author, d.metadata_json = doc.metadata_json, d.content = doc.content,
+      d.content_hash = doc.content_hash, d.status = 'pending', d.error = null, d.updated_at = datetime(),
+      d.graph_json = doc.graph_json, d.references = doc.references)
+RETURN d.id AS id, doc.position AS position, unchanged
+"""
+
+DOCUMENT_IDS_BY_KEY = """
+MATCH (d:Document {project_id: $project_id}) WHERE d.id IN $refs OR d.source_path IN $refs
+RETURN d.id AS id, d.source_path AS source_path
+"""
+
+BATCH_CLAIM = """
+MATCH (d:Document {project_id: $project_id}) WHERE d.id IN $ids AND d.status IN ['pending', 'processing']
+SET d.status = 'processing'
+RETURN d.id AS id, d.content AS content, d.content_hash AS content_hash, d.title AS title,
+       d.source_path AS source_path, d.graph_json AS graph_json, coalesce(d.references, []) AS references
+"""
+
+OLD_CHUNKS_REMOVE = """
+MATCH (d:Document {project_id: $project_id})-[:HAS_CHUNK]->(c:Chunk)
+WHERE d.id IN $document_ids
+OPTIONAL MATCH (c)-[:HAS_ENTITY]->(e:Entity)
+WITH collect(DISTINCT c) AS chunks, collect(DISTINCT e.id) AS touched
+WITH chunks, touched, [c IN chunks | c.id] AS chunk_ids
+FOREACH (c IN chunks | DETACH DELETE c)
+RETURN chunk_ids, touched
+"""
+
+RELATED_PRUNE = """
+MATCH (a:Entity {project_id: $project_id})-[r:RELATED]-(:Entity)
+WHERE a.id IN $entity_ids
+WITH DISTINCT r
+WITH r, [i IN range(0, size(r.chunk_ids) - 1) WHERE NOT r.chunk_ids[i] IN $chunk_ids] AS keep
+WITH r, [i IN keep | r.chunk_ids[i]] AS ids, [i IN keep | r.chunk_weights[i]] AS weights
+SET r.chunk_ids = ids, r.chunk_weights = weights, r.weight = reduce(s = 0.0, w IN weights | s + w)
+WITH r WHERE size(r.chunk_ids) = 0
+DELETE r
+"""
+
+ORPHAN_ENTITIES_DELETE = """
+MATCH (e:Entity {project_id: $project_id})
+WHERE e.id IN $entity_ids AND NOT ()-[:HAS_ENTITY]->(e) AND NOT ()-[:MENTIONS]->(e)
+DETACH DELETE e
+RETURN count(*) AS deleted
+"""
+
+CHUNKS_CREATE = """
+UNWIND $chunks AS ch
+MATCH (d:Document {project_id: $project_id, id: ch.document_id})
+CREATE (c:Chunk {id: ch.id, project_id: $project_id, document_id: ch.document_id, index: ch.index,
+                 text: ch.text, token_count: ch.token_count, embedding: ch.embedding})
+CREATE (d)-[:HAS_CHUNK]->(c)
+"""
+
+NEXT_CHUNK_LINK = """
+UNWIND $links AS link
+MATCH (a:Chunk {id: link.from}), (b:Chunk {id: link.to})
+CREATE (a)-[:NEXT_CHUNK]->(b)
+"""
+
+ENTITY_KEYS_EXISTING = """
+MATCH (e:Entity {project_id: $project_id}) WHERE e.key IN $keys RETURN e.key AS key
+"""
+
+# Exact cosine over the project's entities of one type (small projects: exact and tenant-correct).
+ENTITY_SIMILAR_EXACT = """
+UNWIND $candidates AS cand
+MATCH (e:Entity {project_id: $project_id, type: cand.type})
+WHERE e.embedding IS NOT NULL AND e.key <> cand.key
+WITH cand, e, vector.similarity.cosine(e.embedding, cand.embedding) AS score
+WHERE score >= $threshold
+WITH cand, e, score ORDER BY score DESC
+WITH cand, collect(e.key)[0] AS match
+RETURN cand.key AS key, match
+"""
+
+ENTITY_SIMILAR_INDEX = """
+UNWIND $candidates AS cand
+CALL db.index.vector.queryNodes('entity_embedding', $fetch, cand.embedding) YIELD node, score
+WITH cand, node, score
+WHERE node.project_id = $project_id AND node.type = cand.type AND node.key <> cand.key AND score >= $threshold
+WITH cand, node, score ORDER BY score DESC
+WITH cand, collect(node.key)[0] AS match
+RETURN cand.key AS key, match
+"""
+
+PROJECT_ENTITY_COUNT = "MATCH (e:Entity {project_id: $project_id}) RETURN count(e) AS n"
+
+ENTITIES_MERGE = """
+UNWIND $entities AS ent
+MERGE (e:Entity {project_id: $project_id, key: ent.key})
+  ON CREATE SET e.id = ent.id, e.name = ent.name, e.type = ent.type, e.description = ent.description,
+                e.embedding = ent.embedding
+  ON MATCH SET e.description = CASE
+      WHEN ent.description = '' OR e.description CONTAINS ent.description OR size(e.description) > 2000
+      THEN e.description ELSE e.description + '\n' + ent.description END
+"""
+
+MENTIONS_CREATE = """
+UNWIND $mentions AS m
+MATCH (c:Chunk {id: m.chunk_id}), (e:Entity {project_id: $project_id, key: m.key})
+MERGE (c)-[:HAS_ENTITY]->(e)
+"""
+
+RELATED_ADD = """
+UNWIND $relations AS rel
+MATCH (a:Entity {project_id: $project_id, key: rel.a}), (b:Entity {project_id: $project_id, key: rel.b})
+MERGE (a)-[r:RELATED]->(b)
+  ON CREATE SET r.chunk_ids = [], r.chunk_weights = [], r.weight = 0.0, r.description = rel.description
+SET r.chunk_ids = r.chunk_ids + rel.chunk_id, r.chunk_weights = r.chunk_weights + rel.weight,
+    r.weight = r.weight + rel.weight
+"""
+
+DOCUMENTS_FINISH = """
+UNWIND $docs AS doc
+MATCH (d:Document {project_id: $project_id, id: doc.id})
+SET d.status = 'ready', d.error = null, d.chunk_count = doc.chunks, d.entity_count = doc.entities,
+    d.relation_count = doc.relations, d.updated_at = datetime()
+REMOVE d.graph_json
+WITH d, doc
+CALL {
+  WITH d, doc
+  WITH d, doc WHERE doc.source_path IS NOT NULL
+  MERGE (s:Source {project_id: $project_id, path: doc.source_path})
+    ON CREATE SET s.id = randomUUID()
+  MERGE (d)-[:SOURCED_FROM]->(s)
+}
+CALL {
+  WITH d, doc
+  UNWIND doc.references AS ref_id
+  MATCH (t:Document {project_id: $project_id, id: ref_id})
+  MERGE (d)-[:REFERENCES]->(t)
+}
+RETURN count(d) AS finished
+"""
+
+DOCUMENTS_FAIL = """
+UNWIND $docs AS doc
+MATCH (d:Document {project_id: $project_id, id: doc.id})
+SET d.status = 'failed', d.error = doc.error, d.updated_at = datetime()
+"""
+
+COMMUNITIES_MARK_STALE = "MATCH (c:Community {project_id: $project_id}) SET c.stale = true"
+
+DOCUMENT_GET = """
+MATCH (d:Document {project_id: $project_id, id: $id})
+RETURN d {.id, .title, .source_path, .mime_type, .author, .content_hash, .status, .error,
+          .metadata_json, .chunk_count, .entity_count, .relation_count,
+          created_at: toString(d.created_at), updated_at: toString(d.updated_at)} AS doc
+"""
+
+DOCUMENTS_LIST = """
+MATCH (d:Document {project_id: $project_id})
+WHERE $status IS NULL OR d.status = $status
+WITH d ORDER BY d.created_at DESC, d.id
+SKIP $offset LIMIT $limit
+RETURN d {.id, .title, .source_path, .mime_type, .author, .content_hash, .status, .error,
+          .metadata_json, .chunk_count, .entity_count, .relation_count,
+          created_at: toString(d.created_at), updated_at: toString(d.updated_at)} AS doc
+"""
+
+DOCUMENTS_COUNT = """
+MATCH (d:Document {project_id: $project_id}) WHERE $status IS NULL OR d.status = $status RETURN count(d) AS n
+"""
+
+DOCUMENT_DELETE = """
+MATCH (d:Document {project_id: $project_id, id: $id})
+OPTIONAL MATCH (d)-[:SOURCED_FROM]->(s:Source)
+DETACH DELETE d
+WITH s WHERE s IS NOT NULL AND NOT (s)<-[:SOURCED_FROM]-()
+DELETE s
+"""
+
+# --- communities --------------------------------------------------------------------------------
+
+ENTITY_GRAPH = """
+MATCH (a:Entity {project_id: $project_id})-[r:RELATED]->(b:Entity)
+RETURN a.id AS source, b.id AS target, r.weight AS weight
+"""
+
+COMMUNITY_MATERIAL = """
+UNWIND $communities AS com
+UNWIND com.entity_ids AS entity_id
+MATCH (e:Entity {project_id: $project_id, id: entity_id})
+OPTIONAL MATCH (c:Chunk)-[:HAS_ENTITY]->(e)
+WITH com, e, count(c) AS mentions, collect(c.text)[0..2] AS texts
+RETURN com.key AS key, collect({name: e.name, description: e.description, mentions: mentions, texts: texts}) AS members
+"""
+
+COMMUNITIES_DELETE = "MATCH (c:Community {project_id: $project_id}) DETACH DELETE c"
+
+COMMUNITIES_CREATE = """
+UNWIND $communities AS com
+CREATE (c:Community {id: com.id, project_id: $project_id, community: com.community, level: com.level,
+                     title: com.title, summary: com.summary, rank: com.rank, size: com.size,
+                     stale: false, embedding: com.embedding})
+"""
+
+COMMUNITY_MEMBERS_LINK = """
+UNWIND $links AS link
+MATCH (e:Entity {project_id: $project_id, id: link.entity_id}), (c:Community {id: link.community_id})
+CREATE (e)-[:IN_COMMUNITY]->(c)
+"""
+
+COMMUNITY_PARENTS_LINK = """
+UNWIND $links AS link
+MATCH (child:Community {id: link.child}), (parent:Community {id: link.parent})
+CREATE (child)-[:IN_COMMUNITY]->(parent)
+"""
+
+CHUNK_COMMUNITIES_LINK = """
+MATCH (c:Community {project_id: $project_id, level: 0})<-[:IN_COMMUNITY]-(e:Entity)<-[:HAS_ENTITY]-(ch:Chunk)
+WITH DISTINCT ch, c
+CREATE (ch)-[:IN_COMMUNITY]->(c)
+"""

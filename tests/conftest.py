@@ -85,10 +85,22 @@ def tenant_b(db) -> Tenant:  # type: ignore[no-untyped-def]
     return make_tenant("tenant B")
 
 
-@pytest.fixture(scope="session")
-def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
-    """A real Celery worker on the session's Redis (for health checks and tasks)."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+def worker_env() -> dict[str, str]:
+    """The environment of a worker process that shares the test session's databases."""
+    from django.conf import settings
+
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
+        "COMMUNITY_REBUILD_DELAY_SEC": "1",
+        "INGEST_RETRY_BASE_SEC": "1",
+    }
+
+
+def start_worker(
+    name: str, *, env: dict[str, str] | None = None, concurrency: int = 1
+) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -98,16 +110,18 @@ def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
             "config",
             "worker",
             "--pool",
-            "solo",
+            "prefork",
+            "--concurrency",
+            str(concurrency),
             "--loglevel",
             "warning",
             "--hostname",
-            f"tests-{os.getpid()}@%h",
+            f"{name}-{os.getpid()}@%h",
             "--without-mingle",
             "--without-gossip",
         ],
         cwd=REPO,
-        env=env,
+        env=env or worker_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -118,14 +132,25 @@ def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError("celery worker exited at start-up")
-        if app.control.ping(timeout=0.5):
-            break
-    else:
-        proc.terminate()
-        raise RuntimeError("celery worker did not answer ping within 60s")
-    yield proc
+        replies = app.control.ping(timeout=0.5)
+        if any(name in host for reply in replies for host in reply):
+            return proc
+    proc.terminate()
+    raise RuntimeError("celery worker did not answer ping within 60s")
+
+
+def stop_worker(proc: subprocess.Popen[bytes]) -> None:
     proc.terminate()
     try:
-        proc.wait(timeout=20)
+        proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
+    """A real Celery worker on the session's Redis and test database (for health checks and tasks)."""
+    proc = start_worker("tests")
+    yield proc
+    stop_worker(proc)

@@ -56,7 +56,8 @@ def app_schema_statements() -> list[str]:
             module = importlib.import_module(f"{config.name}.cypher")
         except ModuleNotFoundError:
             continue
-        statements.extend(getattr(module, "SCHEMA", []))
+        schema = getattr(module, "SCHEMA", [])
+        statements.extend(schema() if callable(schema) else schema)
     return statements
 
 

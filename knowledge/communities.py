@@ -1,0 +1,262 @@
+"""Hierarchical Leiden communities over the entity graph, with titles, summaries, ranks, embeddings.
+
+Level 0 holds the finest communities (entities are members); each higher level clusters the level
+below it (graph of communities weighted by the entity edges between them) until the clustering stops
+shrinking. Child → parent `IN_COMMUNITY`; chunks link to the level-0 communities of their entities.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import graspologic_native as gn
+from django.conf import settings
+from django.utils import timezone
+from neo4j import ManagedTransaction
+from pydantic import BaseModel, Field
+
+from core import graph
+from core.embeddings import get_embedder
+from core.llm.client import chat_json, llm_configured
+from core.llm.usage import usage_meter
+from core.models import Job
+from core.progress import ProgressEvent, publish
+from core.redis_client import get_redis
+from knowledge import cypher
+
+logger = logging.getLogger(__name__)
+
+
+def _leiden(edges: list[tuple[str, str, float]], *, max_cluster_size: int, seed: int) -> dict[str, int]:
+    """Final (leaf) cluster of each node, from graspologic's hierarchical Leiden."""
+    clusters = gn.hierarchical_leiden(edges, max_cluster_size=max_cluster_size, seed=seed, resolution=1.0)
+    return {c.node: c.cluster for c in clusters if c.is_final_cluster}
+
+
+def build_hierarchy(
+    edges: list[tuple[str, str, float]], *, max_levels: int, max_cluster_size: int, seed: int = 42
+) -> list[dict[str, list[str]]]:
+    """Levels of {community_key: member ids}; level 0 members are entity ids, level N members are
+    level N-1 community keys."""
+    if not edges:
+        return []
+    levels: list[dict[str, list[str]]] = []
+    assignment = _leiden(edges, max_cluster_size=max_cluster_size, seed=seed)
+    current: dict[str, list[str]] = defaultdict(list)
+    for node, cluster in assignment.items():
+        current[f"0-{cluster}"].append(node)
+    levels.append(dict(current))
+    while len(levels) < max_levels:
+        below = levels[-1]
+        if len(below) <= 1:
+            break
+        owner = {member: key for key, members in below.items() for member in members}
+        weights: dict[tuple[str, str], float] = defaultdict(float)
+        for a, b, w in edges:
+            ca, cb = owner.get(a, a), owner.get(b, b)
+            if ca != cb:
+                weights[(min(ca, cb), max(ca, cb))] += w
+        if not weights:
+            break
+        level = len(levels)
+        assignment = _leiden(
+            [(a, b, w) for (a, b), w in weights.items()],
+            max_cluster_size=max(max_cluster_size, len(below)),
+            seed=seed,
+        )
+        grouped: dict[str, list[str]] = defaultdict(list)
+        for key in below:
+            grouped[f"{level}-{assignment.get(key, f'solo-{key}')}"].append(key)
+        if len(grouped) >= len(below) * 0.9:  # no real coarsening any more
+            break
+        levels.append(dict(grouped))
+        # the edges of the next round connect this level's communities
+        edges = [(owner.get(a, a), owner.get(b, b), w) for a, b, w in edges]
+        edges = [(a, b, w) for a, b, w in edges if a != b]
+    return levels
+
+
+class _Summary(BaseModel):
+    title: str = Field(min_length=1, max_length=200)
+    summary: str = Field(min_length=1, max_length=4000)
+    rating: float = Field(ge=0, le=10)
+
+
+SUMMARY_PROMPT = """Write a report on this community of entities from a knowledge graph.
+Return JSON {{"title": short name, "summary": 2-5 sentences from the material only, "rating": 0-10 importance}}.
+
+Entities and their descriptions:
+{material}"""
+
+
+def _summarise(members: list[dict[str, Any]]) -> tuple[str, str, float | None]:
+    ranked = sorted(members, key=lambda m: (-m["mentions"], m["name"]))
+    title = ", ".join(m["name"] for m in ranked[:3])
+    if llm_configured():
+        material = "\n".join(f"- {m['name']}: {(m['description'] or '')[:300]}" for m in ranked[:30])
+        report = chat_json([{"role": "user", "content": SUMMARY_PROMPT.format(material=material)}], _Summary)
+        return report.title, report.summary, report.rating
+    # extractive: the members' own descriptions, most-mentioned first, as the summary
+    sentences: list[str] = []
+    for member in ranked:
+        for line in (member["description"] or "").split("\n"):
+            line = line.strip()
+            if line and line not in sentences:
+                sentences.append(line)
+        if sum(len(s) for s in sentences) > 800:
+            break
+    summary = " ".join(sentences)[:1200] or f"Entities: {', '.join(m['name'] for m in ranked[:10])}"
+    return title, summary, None
+
+
+def communities_rebuild(*, project_id: str, job: Job | None = None) -> dict[str, Any]:
+    started = time.perf_counter()
+
+    def progress(phase: str, pct: int, summary: str) -> None:
+        if job is not None:
+            Job.objects.filter(pk=job.pk).update(phase=phase, progress_pct=pct)
+            publish(
+                ProgressEvent(
+                    message_type="ingestion_progress",
+                    project_id=project_id,
+                    job_id=job.id,
+                    phase=phase,
+                    progress_pct=pct,
+                    thought_summary=summary,
+                )
+            )
+
+    with usage_meter() as usage:
+        progress("communities", 5, "Reading the entity graph")
+        rows = graph.read(cypher.ENTITY_GRAPH, project_id=project_id)
+        edges = [(r["source"], r["target"], float(r["weight"] or 1.0)) for r in rows]
+        progress("communities", 20, f"Clustering {len(edges)} relations (hierarchical Leiden)")
+        levels = build_hierarchy(
+            edges,
+            max_levels=settings.COMMUNITY_MAX_LEVELS,
+            max_cluster_size=settings.COMMUNITY_MAX_CLUSTER_SIZE,
+        )
+        ids = {key: str(uuid.uuid4()) for level in levels for key in level}
+        # entity members of every community (through the levels below)
+        entity_members: dict[str, list[str]] = {}
+        for depth, level in enumerate(levels):
+            for key, members in level.items():
+                entity_members[key] = (
+                    members if depth == 0 else [e for m in members for e in entity_members[m]]
+                )
+        progress("communities", 40, f"Summarising {len(ids)} communities")
+        material_rows = graph.read(
+            cypher.COMMUNITY_MATERIAL,
+            project_id=project_id,
+            communities=[{"key": k, "entity_ids": v[:50]} for k, v in entity_members.items()],
+        )
+        material = {r["key"]: r["members"] for r in material_rows}
+        communities = []
+        for depth, level in enumerate(levels):
+            for key in level:
+                title, summary, rating = _summarise(material.get(key, []))
+                size = len(entity_members[key])
+                communities.append(
+                    {
+                        "id": ids[key],
+                        "community": key,
+                        "level": depth,
+                        "title": title,
+                        "summary": summary,
+                        "size": size,
+                        "rank": float(rating) if rating is not None else float(size),
+                    }
+                )
+        progress("communities", 70, "Embedding community summaries")
+        vectors = get_embedder().embed([c["summary"] for c in communities]) if communities else []
+        for community, vector in zip(communities, vectors, strict=True):
+            community["embedding"] = vector
+        member_links = [
+            {"entity_id": e, "community_id": ids[key]}
+            for key, members in (levels[0].items() if levels else [])
+            for e in members
+        ]
+        parent_links = [
+            {"child": ids[child], "parent": ids[key]}
+            for level in levels[1:]
+            for key, members in level.items()
+            for child in members
+        ]
+
+        def write(tx: ManagedTransaction) -> None:
+            tx.run(cypher.COMMUNITIES_DELETE, project_id=project_id).consume()
+            tx.run(cypher.COMMUNITIES_CREATE, project_id=project_id, communities=communities).consume()
+            tx.run(cypher.COMMUNITY_MEMBERS_LINK, project_id=project_id, links=member_links).consume()
+            tx.run(cypher.COMMUNITY_PARENTS_LINK, links=parent_links).consume()
+            tx.run(cypher.CHUNK_COMMUNITIES_LINK, project_id=project_id).consume()
+
+        progress("communities", 90, "Writing communities")
+        graph.write_tx(write)
+    result = {
+        "communities": len(communities),
+        "levels": len(levels),
+        "per_level": [len(level) for level in levels],
+        "seconds": round(time.perf_counter() - started, 3),
+        "mode": "llm" if llm_configured() else "extractive",
+    }
+    if job is not None:
+        Job.objects.filter(pk=job.pk).update(
+            status=Job.Status.SUCCEEDED,
+            phase="done",
+            progress_pct=100,
+            counts=result,
+            token_usage=usage.as_dict(),
+            timings={"wall_sec": result["seconds"]},
+            finished_at=timezone.now(),
+        )
+        progress("done", 100, f"{len(communities)} communities on {len(levels)} level(s)")
+    return result
+
+
+# --- debounced automatic rebuild ---------------------------------------------------------------------
+
+
+def _due_key(project_id: str) -> str:
+    return f"kp:communities:due:{project_id}"
+
+
+def _scheduled_key(project_id: str) -> str:
+    return f"kp:communities:scheduled:{project_id}"
+
+
+def communities_schedule(*, project_id: str) -> None:
+    """Ask for a rebuild once ingestion has been quiet for COMMUNITY_REBUILD_DELAY_SEC."""
+    from knowledge.tasks import communities_rebuild_when_quiet
+
+    delay = settings.COMMUNITY_REBUILD_DELAY_SEC
+    if delay < 0:
+        return
+    client = get_redis()
+    client.set(_due_key(project_id), time.time() + delay, ex=int(delay) + 3600)
+    if client.set(_scheduled_key(project_id), "1", nx=True, ex=int(delay) + 3600):
+        communities_rebuild_when_quiet.apply_async((project_id,), countdown=delay)
+
+
+def communities_rebuild_if_quiet(*, project_id: str) -> float | None:
+    """Rebuild when the due time has passed; else return the seconds still to wait."""
+    client = get_redis()
+    due = float(client.get(_due_key(project_id)) or 0)
+    wait = due - time.time()
+    if wait > 0.5:
+        return wait
+    client.delete(_scheduled_key(project_id))
+    job = Job.objects.create(
+        project_id=project_id, kind="communities", status=Job.Status.RUNNING, started_at=timezone.now()
+    )
+    try:
+        communities_rebuild(project_id=project_id, job=job)
+    except Exception as exc:
+        Job.objects.filter(pk=job.pk).update(
+            status=Job.Status.FAILED, errors=[str(exc)[:500]], finished_at=timezone.now()
+        )
+        raise
+    return None

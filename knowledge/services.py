@@ -1,0 +1,516 @@
+"""Writes of the knowledge app: submitting documents, running ingestion batches, deleting documents."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import asdict
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from neo4j import ManagedTransaction
+
+from core import graph
+from core.embeddings import get_embedder
+from core.errors import Conflict, InvalidInput, NotFound
+from core.graph.schema import ensure_schema
+from core.llm.usage import usage_meter
+from core.models import Job, Project
+from core.progress import ProgressEvent, publish
+from knowledge import cypher
+from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
+from knowledge.models import IngestBatch
+from knowledge.pipeline.chunking import chunk_text
+from knowledge.pipeline.extraction import ExtractedEntity, ExtractedRelation, Extraction, entity_key, extract
+
+logger = logging.getLogger(__name__)
+
+CHUNK_NAMESPACE = uuid.UUID("6f1c7d1e-2d0a-4a59-9d53-0c8a51f0a001")
+INGEST_PHASES = ("parsing", "chunking", "embedding", "extracting", "resolving", "writing")
+
+
+def content_hash(doc: DocumentInput) -> str:
+    digest = hashlib.sha256(doc.text.encode())
+    if doc.entities is not None or doc.relations is not None:
+        graph_part = {
+            "entities": [asdict(e) for e in doc.entities or []],
+            "relations": [asdict(r) for r in doc.relations or []],
+        }
+        digest.update(json.dumps(graph_part, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _check_embedder(project: Project) -> None:
+    configured = f"{settings.EMBEDDINGS_PROVIDER}:{settings.EMBEDDINGS_MODEL}"
+    if project.embedder != configured or project.embedding_dimensions != settings.EMBEDDINGS_DIMENSIONS:
+        raise Conflict(
+            f"project uses {project.embedder} ({project.embedding_dimensions} dims) but the platform is "
+            f"configured for {configured} ({settings.EMBEDDINGS_DIMENSIONS} dims)",
+            details={"project_embedder": project.embedder, "configured": configured},
+        )
+
+
+def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> SubmitResult:
+    """Queue documents for ingestion. Same content (hash) as a stored or queued document: a no-op."""
+    project = Project.objects.get(pk=project_id)
+    _check_embedder(project)
+    if not documents:
+        raise InvalidInput("no documents given")
+    ensure_schema()
+    references = _resolve_references(project_id, documents)
+    rows = []
+    for position, doc in enumerate(documents):
+        key = f"path:{doc.source_path}" if doc.source_path else f"sha256:{content_hash(doc)}"
+        graph_json = None
+        if doc.entities is not None or doc.relations is not None:
+            graph_json = json.dumps(
+                {
+                    "entities": [asdict(e) for e in doc.entities or []],
+                    "relations": [asdict(r) for r in doc.relations or []],
+                }
+            )
+        rows.append(
+            {
+                "position": position,
+                "id": str(uuid.uuid4()),
+                "doc_key": key,
+                "title": doc.title,
+                "source_path": doc.source_path,
+                "mime_type": doc.mime_type,
+                "author": doc.author,
+                "metadata_json": json.dumps(doc.metadata, sort_keys=True) if doc.metadata else None,
+                "content": doc.text,
+                "content_hash": content_hash(doc),
+                "graph_json": graph_json,
+                "references": references[position],
+            }
+        )
+    with transaction.atomic():
+        job = Job.objects.create(project=project, kind="ingest", counts={"documents": len(rows)})
+        results = graph.write(cypher.DOCUMENTS_SUBMIT, project_id=project_id, docs=rows)
+        by_position = {r["position"]: r for r in results}
+        submitted = [
+            SubmittedDocument(by_position[i]["id"], "unchanged" if by_position[i]["unchanged"] else "queued")
+            for i in range(len(rows))
+        ]
+        queued = list(dict.fromkeys(s.document_id for s in submitted if s.status == "queued"))
+        size = settings.INGEST_BATCH_SIZE
+        batches = [
+            IngestBatch(job=job, index=i, document_ids=queued[start : start + size])
+            for i, start in enumerate(range(0, len(queued), size))
+        ]
+        IngestBatch.objects.bulk_create(batches)
+        job.counts = {
+            "documents": len(rows),
+            "queued": len(queued),
+            "unchanged": len(rows) - len(queued),
+            "batches": len(batches),
+        }
+        if not batches:
+            job.status, job.phase, job.progress_pct = Job.Status.SUCCEEDED, "done", 100
+            job.finished_at = timezone.now()
+        job.save()
+        if batches:
+            from knowledge.tasks import ingest_batch
+
+            batch_ids = [b.pk for b in IngestBatch.objects.filter(job=job).order_by("index")]
+            transaction.on_commit(lambda: [ingest_batch.delay(batch_id) for batch_id in batch_ids])
+            _progress(job, "parsing", 1, f"Queued {len(queued)} document(s) in {len(batches)} batch(es)")
+    return SubmitResult(job_id=job.id, documents=submitted)
+
+
+def _resolve_references(project_id: str, documents: list[DocumentInput]) -> list[list[str]]:
+    """Caller references (document ids or source paths) → document ids; unknown ones are bad input."""
+    wanted = sorted({ref for doc in documents for ref in doc.references})
+    if not wanted:
+        return [[] for _ in documents]
+    found = graph.read(cypher.DOCUMENT_IDS_BY_KEY, project_id=project_id, refs=wanted)
+    lookup: dict[str, str] = {}
+    for row in found:
+        lookup[row["id"]] = row["id"]
+        if row["source_path"]:
+            lookup[row["source_path"]] = row["id"]
+    missing = [ref for ref in wanted if ref not in lookup]
+    if missing:
+        raise InvalidInput("references name unknown documents", details={"unknown_references": missing[:50]})
+    return [sorted({lookup[ref] for ref in doc.references}) for doc in documents]
+
+
+# --- running a batch -----------------------------------------------------------------------------------
+
+
+def _progress(job: Job, phase: str, pct: int, summary: str, details: str = "") -> None:
+    Job.objects.filter(pk=job.pk).update(phase=phase, progress_pct=max(0, min(100, pct)))
+    publish(
+        ProgressEvent(
+            message_type="ingestion_progress",
+            project_id=job.project_id,
+            job_id=job.id,
+            phase=phase,
+            progress_pct=max(0, min(100, pct)),
+            thought_summary=summary,
+            details_md=details,
+        )
+    )
+
+
+def _batch_pct(job: Job, batch: IngestBatch, step: int) -> int:
+    total = max(1, job.counts.get("batches", 1))
+    done = IngestBatch.objects.filter(job=job, status=IngestBatch.Status.DONE).count()
+    return int(5 + 85 * (done + step / len(INGEST_PHASES)) / total)
+
+
+def ingest_batch_run(*, batch_id: int) -> None:
+    """Process one batch. Safe to re-run: a finished batch is skipped, a half-written one is redone
+    (each document's old chunks and derived data are replaced in the same transaction)."""
+    batch = IngestBatch.objects.select_related("job", "job__project").get(pk=batch_id)
+    if batch.status != IngestBatch.Status.PENDING:
+        return
+    job = batch.job
+    project_id = job.project_id
+    IngestBatch.objects.filter(pk=batch.pk).update(attempts=batch.attempts + 1)
+    if job.status == Job.Status.QUEUED:
+        Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
+            status=Job.Status.RUNNING, started_at=timezone.now()
+        )
+    ensure_schema()
+    timings: dict[str, float] = {}
+    with usage_meter() as usage:
+        clock = time.perf_counter()
+        docs = graph.write(cypher.BATCH_CLAIM, project_id=project_id, ids=batch.document_ids)
+        _progress(
+            job, "parsing", _batch_pct(job, batch, 0), f"Batch {batch.index + 1}: {len(docs)} document(s)"
+        )
+        timings["parsing"] = time.perf_counter() - clock
+
+        clock = time.perf_counter()
+        project = job.project
+        chunks: list[dict[str, Any]] = []
+        for doc in docs:
+            for piece in chunk_text(
+                doc["content"], size=project.chunk_size_tokens, overlap=project.chunk_overlap_tokens
+            ):
+                chunk_id = str(
+                    uuid.uuid5(CHUNK_NAMESPACE, f"{doc['id']}:{doc['content_hash']}:{piece.index}")
+                )
+                chunks.append(
+                    {
+                        "id": chunk_id,
+                        "document_id": doc["id"],
+                        "index": piece.index,
+                        "text": piece.text,
+                        "token_count": piece.token_count,
+                    }
+                )
+        timings["chunking"] = time.perf_counter() - clock
+        _progress(job, "chunking", _batch_pct(job, batch, 1), f"{len(chunks)} chunk(s)")
+
+        clock = time.perf_counter()
+        embedder = get_embedder()
+        for chunk, vector in zip(chunks, embedder.embed([c["text"] for c in chunks]), strict=True):
+            chunk["embedding"] = vector
+        timings["embedding"] = time.perf_counter() - clock
+        _progress(job, "embedding", _batch_pct(job, batch, 2), f"Embedded {len(chunks)} chunk(s)")
+
+        clock = time.perf_counter()
+        extractions = _extract_batch(docs, chunks)
+        timings["extracting"] = time.perf_counter() - clock
+        _progress(job, "extracting", _batch_pct(job, batch, 3), "Extracted entities and relations")
+
+        clock = time.perf_counter()
+        entities, mentions, relations, per_doc = _resolve(project_id, chunks, extractions, embedder)
+        timings["resolving"] = time.perf_counter() - clock
+        _progress(job, "resolving", _batch_pct(job, batch, 4), f"{len(entities)} distinct entities")
+
+        clock = time.perf_counter()
+        doc_rows = [
+            {
+                "id": d["id"],
+                "source_path": d["source_path"],
+                "references": d["references"],
+                **per_doc.get(d["id"], {"chunks": 0, "entities": 0, "relations": 0}),
+            }
+            for d in docs
+        ]
+        graph.write_tx(
+            lambda tx: _write_batch(tx, project_id, doc_rows, chunks, entities, mentions, relations)
+        )
+        timings["writing"] = time.perf_counter() - clock
+
+    counts = {
+        "documents": len(docs),
+        "chunks": len(chunks),
+        "entities": len(entities),
+        "mentions": len(mentions),
+        "relations": len(relations),
+    }
+    with transaction.atomic():
+        updated = IngestBatch.objects.filter(pk=batch.pk, status=IngestBatch.Status.PENDING).update(
+            status=IngestBatch.Status.DONE,
+            counts=counts,
+            token_usage=usage.as_dict(),
+            timings={k: round(v, 4) for k, v in timings.items()},
+            finished_at=timezone.now(),
+        )
+        if updated:
+            _progress(
+                job,
+                "writing",
+                _batch_pct(job, batch, 0),
+                f"Batch {batch.index + 1} written",
+                f"**{counts['chunks']}** chunks, **{counts['entities']}** entities",
+            )
+            _finish_job_if_done(job.pk)
+
+
+def _extract_batch(docs: list[dict[str, Any]], chunks: list[dict[str, Any]]) -> dict[str, Extraction]:
+    """Per chunk: the caller's graph when given with the document, else the extractor's."""
+    given: dict[str, dict[str, Any]] = {d["id"]: json.loads(d["graph_json"]) for d in docs if d["graph_json"]}
+    out: dict[str, Extraction] = {}
+    first_chunk: dict[str, str] = {}
+    for chunk in chunks:
+        first_chunk.setdefault(chunk["document_id"], chunk["id"])
+    for chunk in chunks:
+        supplied = given.get(chunk["document_id"])
+        if supplied is None:
+            out[chunk["id"]] = extract(
+                chunk["text"],
+                max_entities=settings.EXTRACT_MAX_ENTITIES_PER_CHUNK,
+                gleaning_passes=settings.EXTRACT_GLEANING_PASSES,
+            )
+            continue
+        text = chunk["text"].casefold()
+        is_first = first_chunk[chunk["document_id"]] == chunk["id"]
+        # a supplied entity belongs to the chunks that name it (to the first chunk when none does)
+        ents = [e for e in supplied["entities"] if e["name"].casefold() in text or is_first]
+        names = {e["name"] for e in ents}
+        rels = [r for r in supplied["relations"] if r["source"] in names and r["target"] in names]
+        out[chunk["id"]] = Extraction(
+            entities=[ExtractedEntity(e["name"], e["type"], e.get("description", "")) for e in ents],
+            relations=[
+                ExtractedRelation(r["source"], r["target"], r.get("description", ""), r["weight"])
+                for r in rels
+            ],
+            mode="given",
+        )
+    return out
+
+
+def _resolve(
+    project_id: str, chunks: list[dict[str, Any]], extractions: dict[str, Extraction], embedder: Any
+):  # type: ignore[no-untyped-def]
+    """Entity resolution: normalised name + type first, then embedding similarity for new names."""
+    entities: dict[str, dict[str, Any]] = {}
+    mentions: set[tuple[str, str]] = set()
+    raw_relations: list[tuple[str, str, str, float, str]] = []
+    doc_of = {c["id"]: c["document_id"] for c in chunks}
+    for chunk_id, extraction in extractions.items():
+        names: dict[str, str] = {}
+        for ent in extraction.entities:
+            key = entity_key(ent.name, ent.type)
+            names[ent.name.casefold()] = key
+            current = entities.get(key)
+            if current is None:
+                entities[key] = {
+                    "key": key,
+                    "id": str(uuid.uuid4()),
+                    "name": ent.name,
+                    "type": ent.type.upper(),
+                    "description": ent.description,
+                }
+            elif ent.description and ent.description not in current["description"]:
+                current["description"] = (current["description"] + "\n" + ent.description).strip()[:2000]
+            mentions.add((chunk_id, key))
+        for rel in extraction.relations:
+            a, b = names.get(rel.source.casefold()), names.get(rel.target.casefold())
+            if a and b and a != b:
+                raw_relations.append((min(a, b), max(a, b), rel.description, float(rel.weight), chunk_id))
+
+    aliases = _similar_existing(project_id, entities, embedder)
+    for new_key, existing_key in aliases.items():
+        entities.pop(new_key, None)
+        mentions = {(c, existing_key if k == new_key else k) for c, k in mentions}
+        raw_relations = [(aliases.get(a, a), aliases.get(b, b), d, w, c) for a, b, d, w, c in raw_relations]
+    relations: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for a, b, description, weight, chunk_id in raw_relations:
+        a, b = min(a, b), max(a, b)
+        if a == b:
+            continue
+        item = relations.setdefault(
+            (a, b, chunk_id),
+            {"a": a, "b": b, "chunk_id": chunk_id, "weight": 0.0, "description": description},
+        )
+        item["weight"] += weight
+    per_doc: dict[str, dict[str, int]] = defaultdict(lambda: {"chunks": 0, "entities": 0, "relations": 0})
+    for chunk in chunks:
+        per_doc[chunk["document_id"]]["chunks"] += 1
+    doc_entities: dict[str, set[str]] = defaultdict(set)
+    for chunk_id, key in mentions:
+        doc_entities[doc_of[chunk_id]].add(key)
+    for doc_id, keys in doc_entities.items():
+        per_doc[doc_id]["entities"] = len(keys)
+    for rel in relations.values():
+        per_doc[doc_of[rel["chunk_id"]]]["relations"] += 1
+    mention_rows = [{"chunk_id": c, "key": k} for c, k in sorted(mentions)]
+    return list(entities.values()), mention_rows, list(relations.values()), dict(per_doc)
+
+
+def _similar_existing(project_id: str, entities: dict[str, dict[str, Any]], embedder: Any) -> dict[str, str]:
+    """Embed entities that are new by name; map those similar enough to an existing one onto it."""
+    keys = list(entities)
+    existing = {r["key"] for r in graph.read(cypher.ENTITY_KEYS_EXISTING, project_id=project_id, keys=keys)}
+    new = [entities[k] for k in keys if k not in existing]
+    for entity, vector in zip(new, embedder.embed([e["name"] for e in new]) if new else [], strict=True):
+        entity["embedding"] = vector
+    for key in existing:
+        entities[key]["embedding"] = None  # the stored entity keeps its own
+    if not new or settings.ENTITY_MERGE_THRESHOLD >= 1.0:
+        return {}
+    candidates = [{"key": e["key"], "type": e["type"], "embedding": e["embedding"]} for e in new]
+    total = graph.read(cypher.PROJECT_ENTITY_COUNT, project_id=project_id)[0]["n"]
+    if total <= settings.EXACT_SCAN_MAX_CANDIDATES:
+        rows = graph.read(
+            cypher.ENTITY_SIMILAR_EXACT,
+            project_id=project_id,
+            candidates=candidates,
+            threshold=settings.ENTITY_MERGE_THRESHOLD,
+        )
+    else:
+        rows = graph.read(
+            cypher.ENTITY_SIMILAR_INDEX,
+            project_id=project_id,
+            candidates=candidates,
+            threshold=settings.ENTITY_MERGE_THRESHOLD,
+            fetch=50,
+        )
+    return {r["key"]: r["match"] for r in rows if r["match"]}
+
+
+def _write_batch(
+    tx: ManagedTransaction,
+    project_id: str,
+    docs: list[dict[str, Any]],
+    chunks: list[dict[str, Any]],
+    entities: list[dict[str, Any]],
+    mentions: list[dict[str, Any]],
+    relations: list[dict[str, Any]],
+) -> None:
+    """One transaction: the batch's documents are replaced whole or not at all."""
+    document_ids = [d["id"] for d in docs]
+    removed = tx.run(cypher.OLD_CHUNKS_REMOVE, project_id=project_id, document_ids=document_ids).single()
+    old_chunk_ids = removed["chunk_ids"] if removed else []
+    touched = removed["touched"] if removed else []
+    if old_chunk_ids:
+        tx.run(
+            cypher.RELATED_PRUNE, project_id=project_id, entity_ids=touched, chunk_ids=old_chunk_ids
+        ).consume()
+    tx.run(cypher.CHUNKS_CREATE, project_id=project_id, chunks=chunks).consume()
+    links = [
+        {"from": a["id"], "to": b["id"]}
+        for a, b in zip(chunks, chunks[1:], strict=False)
+        if a["document_id"] == b["document_id"]
+    ]
+    tx.run(cypher.NEXT_CHUNK_LINK, links=links).consume()
+    tx.run(cypher.ENTITIES_MERGE, project_id=project_id, entities=entities).consume()
+    tx.run(cypher.MENTIONS_CREATE, project_id=project_id, mentions=mentions).consume()
+    tx.run(cypher.RELATED_ADD, project_id=project_id, relations=relations).consume()
+    if touched:
+        tx.run(cypher.ORPHAN_ENTITIES_DELETE, project_id=project_id, entity_ids=touched).consume()
+    tx.run(cypher.DOCUMENTS_FINISH, project_id=project_id, docs=docs).consume()
+    tx.run(cypher.COMMUNITIES_MARK_STALE, project_id=project_id).consume()
+
+
+def _finish_job_if_done(job_id: str) -> None:
+    job = Job.objects.select_for_update().get(pk=job_id)
+    batches = list(IngestBatch.objects.filter(job=job))
+    if any(b.status == IngestBatch.Status.PENDING for b in batches) or job.status in (
+        Job.Status.SUCCEEDED,
+        Job.Status.FAILED,
+    ):
+        return
+    counts = dict(job.counts)
+    usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "calls": 0}
+    timings: dict[str, float] = defaultdict(float)
+    for batch in batches:
+        for key, value in batch.counts.items():
+            if key != "documents":
+                counts[key] = counts.get(key, 0) + value
+        for key in usage:
+            usage[key] += batch.token_usage.get(key, 0)
+        for key, value in batch.timings.items():
+            timings[key] += value
+    failed = [b for b in batches if b.status == IngestBatch.Status.FAILED]
+    job.counts = counts
+    job.token_usage = usage
+    job.timings = {k: round(v, 3) for k, v in timings.items()}
+    job.status = Job.Status.FAILED if failed else Job.Status.SUCCEEDED
+    job.errors = job.errors + [b.error for b in failed if b.error]
+    job.phase, job.progress_pct, job.finished_at = "done", 100, timezone.now()
+    if job.started_at:
+        job.timings["wall_sec"] = round((job.finished_at - job.started_at).total_seconds(), 3)
+    job.save()
+    publish(
+        ProgressEvent(
+            message_type="ingestion_progress",
+            project_id=job.project_id,
+            job_id=job.id,
+            phase="done" if not failed else "failed",
+            progress_pct=100,
+            thought_summary=f"Ingestion {job.status}",
+            details_md=f"**{counts.get('chunks', 0)}** chunks, **{counts.get('entities', 0)}** entities",
+        )
+    )
+    from knowledge.communities import communities_schedule
+
+    transaction.on_commit(lambda: communities_schedule(project_id=job.project_id))
+
+
+def ingest_batch_fail(*, batch_id: int, error: str) -> None:
+    """Give up on a batch: its documents are marked failed with the reason; the job records it."""
+    batch = IngestBatch.objects.select_related("job").get(pk=batch_id)
+    graph.write(
+        cypher.DOCUMENTS_FAIL,
+        project_id=batch.job.project_id,
+        docs=[{"id": doc_id, "error": error[:500]} for doc_id in batch.document_ids],
+    )
+    with transaction.atomic():
+        IngestBatch.objects.filter(pk=batch_id, status=IngestBatch.Status.PENDING).update(
+            status=IngestBatch.Status.FAILED, error=error[:2000], finished_at=timezone.now()
+        )
+        _finish_job_if_done(batch.job_id)
+
+
+def job_note_error(*, job_id: str, error: str) -> None:
+    job = Job.objects.get(pk=job_id)
+    job.errors = (job.errors + [error[:500]])[-20:]
+    job.save(update_fields=["errors"])
+
+
+def document_delete(*, project_id: str, document_id: str) -> None:
+    """Remove a document and what only it supports: chunks, mentions, entities, relations."""
+    rows = graph.read(cypher.DOCUMENT_GET, project_id=project_id, id=document_id)
+    if not rows:
+        raise NotFound("document not found")
+
+    def work(tx: ManagedTransaction) -> None:
+        removed = tx.run(cypher.OLD_CHUNKS_REMOVE, project_id=project_id, document_ids=[document_id]).single()
+        if removed and removed["chunk_ids"]:
+            tx.run(
+                cypher.RELATED_PRUNE,
+                project_id=project_id,
+                entity_ids=removed["touched"],
+                chunk_ids=removed["chunk_ids"],
+            ).consume()
+            tx.run(
+                cypher.ORPHAN_ENTITIES_DELETE, project_id=project_id, entity_ids=removed["touched"]
+            ).consume()
+        tx.run(cypher.DOCUMENT_DELETE, project_id=project_id, id=document_id).consume()
+        tx.run(cypher.COMMUNITIES_MARK_STALE, project_id=project_id).consume()
+
+    graph.write_tx(work)
