@@ -247,6 +247,7 @@ INGEST_MAX_TEXT_CHARS = env.int("INGEST_MAX_TEXT_CHARS", default=5_000_000)
 INGEST_BATCH_SIZE = env.int("INGEST_BATCH_SIZE", default=32)  # documents per Celery task
 INGEST_MAX_RETRIES = env.int("INGEST_MAX_RETRIES", default=20)  # for a dependency outage
 INGEST_RETRY_BASE_SEC = env.float("INGEST_RETRY_BASE_SEC", default=2.0)
+INGEST_QUEUE = env.str("INGEST_QUEUE", default="celery")  # Celery queue of ingestion and community tasks
 CHUNK_SIZE_TOKENS = env.int("CHUNK_SIZE_TOKENS", default=600)  # defaults of new projects
 CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=100)
 EXTRACT_MAX_ENTITIES_PER_CHUNK = env.int("EXTRACT_MAX_ENTITIES_PER_CHUNK", default=8)

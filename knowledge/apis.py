@@ -240,5 +240,6 @@ class CommunitiesRebuildApi(ProjectApi):
 
         with transaction.atomic():
             job = Job.objects.create(project_id=project_id, kind="communities")
-            transaction.on_commit(lambda: communities_rebuild_job.delay(job.id))
+            queue = settings.INGEST_QUEUE
+            transaction.on_commit(lambda: communities_rebuild_job.apply_async((job.id,), queue=queue))
         return Response({"job_id": job.id}, status=status.HTTP_202_ACCEPTED)

@@ -87,7 +87,8 @@ class _Summary(BaseModel):
 
 
 SUMMARY_PROMPT = """Write a report on this community of entities from a knowledge graph.
-Return JSON {{"title": short name, "summary": 2-5 sentences from the material only, "rating": 0-10 importance}}.
+Return JSON {{"title": short name, "summary": 2-5 sentences from the material only,
+"rating": 0-10 importance}}.
 
 Entities and their descriptions:
 {material}"""
@@ -238,7 +239,9 @@ def communities_schedule(*, project_id: str) -> None:
     client = get_redis()
     client.set(_due_key(project_id), time.time() + delay, ex=int(delay) + 3600)
     if client.set(_scheduled_key(project_id), "1", nx=True, ex=int(delay) + 3600):
-        communities_rebuild_when_quiet.apply_async((project_id,), countdown=delay)
+        communities_rebuild_when_quiet.apply_async(
+            (project_id,), countdown=delay, queue=settings.INGEST_QUEUE
+        )
 
 
 def communities_rebuild_if_quiet(*, project_id: str) -> float | None:

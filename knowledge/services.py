@@ -120,7 +120,10 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
             from knowledge.tasks import ingest_batch
 
             batch_ids = [b.pk for b in IngestBatch.objects.filter(job=job).order_by("index")]
-            transaction.on_commit(lambda: [ingest_batch.delay(batch_id) for batch_id in batch_ids])
+            queue = settings.INGEST_QUEUE
+            transaction.on_commit(
+                lambda: [ingest_batch.apply_async((batch_id,), queue=queue) for batch_id in batch_ids]
+            )
             _progress(job, "parsing", 1, f"Queued {len(queued)} document(s) in {len(batches)} batch(es)")
     return SubmitResult(job_id=job.id, documents=submitted)
 

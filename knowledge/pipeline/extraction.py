@@ -66,15 +66,29 @@ def _is_name(phrase: str) -> bool:
 
 def extract_extractive(text: str, *, max_entities: int = 8) -> Extraction:
     candidates = _yake(max_entities).extract_keywords(text)
-    entities: dict[str, ExtractedEntity] = {}
+    phrases: list[tuple[str, bool]] = []
     for phrase, _score in candidates:
         phrase = phrase.strip(" .,;:'\"()[]")
         if len(phrase) < 2 or phrase.isdigit():
             continue
+        words = phrase.split()
         is_name = _is_name(phrase)
-        if not is_name and " " not in phrase:
-            continue  # a single common word is too vague to be an entity
+        all_lower = all(w.islower() for w in words)
+        # names (every word capitalised) or multi-word lowercase concepts; a mix such as
+        # "Alan Turing broke" straddles a name and a verb and a lone common word is too vague
+        if not is_name and not (all_lower and len(words) > 1):
+            continue
+        phrases.append((phrase, is_name))
+    entities: dict[str, ExtractedEntity] = {}
+    for phrase, is_name in phrases:
         key = normalise_name(phrase)
+        # a one-word name that is part of a longer name found here ("Alan" of "Alan Turing") is dropped
+        if (
+            is_name
+            and " " not in phrase
+            and any(other != phrase and phrase in other.split() for other, _ in phrases)
+        ):
+            continue
         if not key or key in entities:
             continue
         entities[key] = ExtractedEntity(name=phrase, type="NAME" if is_name else "CONCEPT")

@@ -51,7 +51,8 @@ def test_document_becomes_chunks_entities_and_relations(tenant: Tenant) -> None:
     names = {
         r["name"]
         for r in graph.read(
-            "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(:Chunk)-[:HAS_ENTITY]->(e:Entity) RETURN e.name AS name",
+            "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(:Chunk)-[:HAS_ENTITY]->(e:Entity) "
+            "RETURN e.name AS name",
             id=body["document_id"],
         )
     }
