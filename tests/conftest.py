@@ -100,8 +100,9 @@ def worker_env() -> dict[str, str]:
 
 
 def start_worker(
-    name: str, *, env: dict[str, str] | None = None, concurrency: int = 1
+    name: str, *, env: dict[str, str] | None = None, concurrency: int = 1, queue: str = "celery"
 ) -> subprocess.Popen[bytes]:
+    """A real Celery worker process (prefork) consuming `queue`; returns once it answers a ping."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -120,6 +121,8 @@ def start_worker(
             f"{name}-{os.getpid()}@%h",
             "--without-mingle",
             "--without-gossip",
+            "--queues",
+            queue,
         ],
         cwd=REPO,
         env=env or worker_env(),
