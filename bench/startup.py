@@ -59,7 +59,7 @@ def _role(proc: psutil.Process) -> str | None:
 
 
 class PlatformRun:
-    def __init__(self, var_dir: Path) -> None:
+    def __init__(self, var_dir: Path, **extra_env: str) -> None:
         self.ports = {"neo4j": free_port(), "redis": free_port(), "web": free_port()}
         env = {k: v for k, v in os.environ.items() if k not in ("NEO4J_URI", "REDIS_URL")}
         env.update(
@@ -67,6 +67,7 @@ class PlatformRun:
             NEO4J_BOLT_PORT=str(self.ports["neo4j"]),
             REDIS_PORT=str(self.ports["redis"]),
             WEB_PORT=str(self.ports["web"]),
+            **extra_env,
         )
         self.base = f"http://127.0.0.1:{self.ports['web']}"
         self.lines: list[tuple[float, str]] = []

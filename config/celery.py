@@ -14,7 +14,10 @@ app.autodiscover_tasks()
 
 @worker_process_init.connect
 def _fresh_graph_driver(**_kwargs: object) -> None:
-    """A forked pool process must not reuse the parent's Bolt sockets."""
+    """A forked pool process must not reuse the parent's Bolt sockets, and its share of the cores
+    for the local embedder is the machine's cores divided by the pool size."""
     from core import graph
+    from core.embeddings.local import configure_threads
 
     graph.reset_driver()
+    configure_threads()

@@ -237,6 +237,8 @@ EMBEDDINGS_DIMENSIONS = env.int(
     "EMBEDDINGS_DIMENSIONS", default=384 if EMBEDDINGS_PROVIDER == "local" else 1536
 )
 EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=64)
+# PyTorch threads of the local embedder in a worker pool process; 0 = cores / CELERY_WORKER_CONCURRENCY
+EMBEDDINGS_TORCH_THREADS = env.int("EMBEDDINGS_TORCH_THREADS", default=0)
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="") or LLM_API_KEY
 EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL
 
@@ -253,6 +255,8 @@ CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=100)
 EXTRACT_MAX_ENTITIES_PER_CHUNK = env.int("EXTRACT_MAX_ENTITIES_PER_CHUNK", default=8)
 EXTRACT_GLEANING_PASSES = env.int("EXTRACT_GLEANING_PASSES", default=1)
 ENTITY_MERGE_THRESHOLD = env.float("ENTITY_MERGE_THRESHOLD", default=0.95)
+# Lexical neighbours (entity fulltext index) fetched per new entity name for the embedding comparison
+ENTITY_RESOLUTION_CANDIDATES = env.int("ENTITY_RESOLUTION_CANDIDATES", default=20)
 # A project with at most this many candidates is searched by exact cosine, else by the vector index
 EXACT_SCAN_MAX_CANDIDATES = env.int("EXACT_SCAN_MAX_CANDIDATES", default=20000)
 COMMUNITY_MAX_LEVELS = env.int("COMMUNITY_MAX_LEVELS", default=4)

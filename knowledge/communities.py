@@ -108,13 +108,27 @@ def _summarise(members: list[dict[str, Any]]) -> tuple[str, str, float | None]:
             line = line.strip()
             if line and line not in sentences:
                 sentences.append(line)
-        if sum(len(s) for s in sentences) > 800:
+        if sum(len(s) for s in sentences) > 500:
             break
-    summary = " ".join(sentences)[:1200] or f"Entities: {', '.join(m['name'] for m in ranked[:10])}"
+    summary = " ".join(sentences)[:700] or f"Entities: {', '.join(m['name'] for m in ranked[:10])}"
     return title, summary, None
 
 
 def communities_rebuild(*, project_id: str, job: Job | None = None) -> dict[str, Any]:
+    """Rebuild a project's communities; rebuilds of one project run one at a time (Redis lock)."""
+    lock = get_redis().lock(f"kp:communities:lock:{project_id}", timeout=3600, blocking_timeout=1800)
+    if not lock.acquire():
+        raise RuntimeError("another community rebuild of this project is still running")
+    try:
+        return _rebuild(project_id=project_id, job=job)
+    finally:
+        try:
+            lock.release()
+        except Exception:  # noqa: BLE001 - an expired lock is fine
+            logger.warning("community lock of %s had expired", project_id)
+
+
+def _rebuild(*, project_id: str, job: Job | None) -> dict[str, Any]:
     started = time.perf_counter()
 
     def progress(phase: str, pct: int, summary: str) -> None:
@@ -132,6 +146,8 @@ def communities_rebuild(*, project_id: str, job: Job | None = None) -> dict[str,
             )
 
     with usage_meter() as usage:
+        progress("communities", 2, "Embedding entities added since the last enrichment")
+        embedded = entities_embed_missing(project_id=project_id)
         progress("communities", 5, "Reading the entity graph")
         rows = graph.read(cypher.ENTITY_GRAPH, project_id=project_id)
         edges = [(r["source"], r["target"], float(r["weight"] or 1.0)) for r in rows]
@@ -200,6 +216,7 @@ def communities_rebuild(*, project_id: str, job: Job | None = None) -> dict[str,
     result = {
         "communities": len(communities),
         "levels": len(levels),
+        "entities_embedded": embedded,
         "per_level": [len(level) for level in levels],
         "seconds": round(time.perf_counter() - started, 3),
         "mode": "llm" if llm_configured() else "extractive",
@@ -216,6 +233,23 @@ def communities_rebuild(*, project_id: str, job: Job | None = None) -> dict[str,
         )
         progress("done", 100, f"{len(communities)} communities on {len(levels)} level(s)")
     return result
+
+
+def entities_embed_missing(*, project_id: str, batch: int = 2000) -> int:
+    """Enrichment after ingestion: name embeddings for entities that have none yet."""
+    embedder = get_embedder()
+    done = 0
+    while True:
+        rows = graph.read(cypher.ENTITIES_WITHOUT_EMBEDDING, project_id=project_id, limit=batch)
+        if not rows:
+            return done
+        vectors = embedder.embed([r["name"] for r in rows])
+        graph.write(
+            cypher.ENTITY_EMBEDDINGS_SET,
+            project_id=project_id,
+            rows=[{"id": r["id"], "embedding": v} for r, v in zip(rows, vectors, strict=True)],
+        )
+        done += len(rows)
 
 
 # --- debounced automatic rebuild ---------------------------------------------------------------------

@@ -86,6 +86,7 @@ CREATE (d)-[:HAS_CHUNK]->(c)
 
 NEXT_CHUNK_LINK = """
 UNWIND $links AS link
+WITH link WHERE $project_id IS NOT NULL
 MATCH (a:Chunk {id: link.from}), (b:Chunk {id: link.to})
 CREATE (a)-[:NEXT_CHUNK]->(b)
 """
@@ -94,35 +95,34 @@ ENTITY_KEYS_EXISTING = """
 MATCH (e:Entity {project_id: $project_id}) WHERE e.key IN $keys RETURN e.key AS key
 """
 
-# Exact cosine over the project's entities of one type (small projects: exact and tenant-correct).
-ENTITY_SIMILAR_EXACT = """
+# Lexical neighbours of new entity names (same project and type) through the entity fulltext index.
+ENTITY_LEXICAL_NEIGHBOURS = """
 UNWIND $candidates AS cand
-MATCH (e:Entity {project_id: $project_id, type: cand.type})
-WHERE e.embedding IS NOT NULL AND e.key <> cand.key
-WITH cand, e, vector.similarity.cosine(e.embedding, cand.embedding) AS score
-WHERE score >= $threshold
-WITH cand, e, score ORDER BY score DESC
-WITH cand, collect(e.key)[0] AS match
-RETURN cand.key AS key, match
-"""
-
-ENTITY_SIMILAR_INDEX = """
-UNWIND $candidates AS cand
-CALL db.index.vector.queryNodes('entity_embedding', $fetch, cand.embedding) YIELD node, score
+CALL db.index.fulltext.queryNodes('entity_text', cand.query, {limit: $limit}) YIELD node, score
 WITH cand, node, score
-WHERE node.project_id = $project_id AND node.type = cand.type AND node.key <> cand.key AND score >= $threshold
-WITH cand, node, score ORDER BY score DESC
-WITH cand, collect(node.key)[0] AS match
-RETURN cand.key AS key, match
+WHERE node.project_id = $project_id AND node.type = cand.type AND node.key <> cand.key
+WITH cand, node ORDER BY score DESC
+WITH cand, collect({key: node.key, name: node.name, embedding: node.embedding})[0..5] AS matches
+RETURN cand.key AS key, matches
 """
 
-PROJECT_ENTITY_COUNT = "MATCH (e:Entity {project_id: $project_id}) RETURN count(e) AS n"
+ENTITIES_WITHOUT_EMBEDDING = """
+MATCH (e:Entity {project_id: $project_id}) WHERE e.embedding IS NULL
+RETURN e.id AS id, e.name AS name LIMIT $limit
+"""
+
+ENTITY_EMBEDDINGS_SET = """
+UNWIND $rows AS row
+MATCH (e:Entity {project_id: $project_id, id: row.id})
+SET e.embedding = row.embedding
+"""
 
 ENTITIES_MERGE = """
 UNWIND $entities AS ent
 MERGE (e:Entity {project_id: $project_id, key: ent.key})
   ON CREATE SET e.id = ent.id, e.name = ent.name, e.type = ent.type, e.description = ent.description,
                 e.embedding = ent.embedding
+  ON MATCH SET e.embedding = coalesce(e.embedding, ent.embedding)
   ON MATCH SET e.description = CASE
       WHEN ent.description = '' OR e.description CONTAINS ent.description OR size(e.description) > 2000
       THEN e.description ELSE e.description + '\n' + ent.description END

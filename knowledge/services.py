@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
+import re
 import time
 import uuid
 from collections import defaultdict
@@ -227,7 +229,7 @@ def ingest_batch_run(*, batch_id: int) -> None:
         _progress(job, "extracting", _batch_pct(job, batch, 3), "Extracted entities and relations")
 
         clock = time.perf_counter()
-        entities, mentions, relations, per_doc = _resolve(project_id, chunks, extractions, embedder)
+        entities, mentions, relations, per_doc = _resolve(project_id, chunks, extractions, embedder, timings)
         timings["resolving"] = time.perf_counter() - clock
         _progress(job, "resolving", _batch_pct(job, batch, 4), f"{len(entities)} distinct entities")
 
@@ -242,7 +244,7 @@ def ingest_batch_run(*, batch_id: int) -> None:
             for d in docs
         ]
         graph.write_tx(
-            lambda tx: _write_batch(tx, project_id, doc_rows, chunks, entities, mentions, relations)
+            lambda tx: _write_batch(tx, project_id, doc_rows, chunks, entities, mentions, relations, timings)
         )
         timings["writing"] = time.perf_counter() - clock
 
@@ -305,9 +307,13 @@ def _extract_batch(docs: list[dict[str, Any]], chunks: list[dict[str, Any]]) -> 
     return out
 
 
-def _resolve(
-    project_id: str, chunks: list[dict[str, Any]], extractions: dict[str, Extraction], embedder: Any
-):  # type: ignore[no-untyped-def]
+def _resolve(  # type: ignore[no-untyped-def]
+    project_id: str,
+    chunks: list[dict[str, Any]],
+    extractions: dict[str, Extraction],
+    embedder: Any,
+    timings: dict[str, float],
+):
     """Entity resolution: normalised name + type first, then embedding similarity for new names."""
     entities: dict[str, dict[str, Any]] = {}
     mentions: set[tuple[str, str]] = set()
@@ -335,7 +341,7 @@ def _resolve(
             if a and b and a != b:
                 raw_relations.append((min(a, b), max(a, b), rel.description, float(rel.weight), chunk_id))
 
-    aliases = _similar_existing(project_id, entities, embedder)
+    aliases = _similar_existing(project_id, entities, embedder, timings)
     for new_key, existing_key in aliases.items():
         entities.pop(new_key, None)
         mentions = {(c, existing_key if k == new_key else k) for c, k in mentions}
@@ -364,35 +370,64 @@ def _resolve(
     return list(entities.values()), mention_rows, list(relations.values()), dict(per_doc)
 
 
-def _similar_existing(project_id: str, entities: dict[str, dict[str, Any]], embedder: Any) -> dict[str, str]:
-    """Embed entities that are new by name; map those similar enough to an existing one onto it."""
+def _lucene_terms(name: str) -> str:
+    """A safe Lucene query on the entity name field: plain lowercase terms, no operators."""
+    terms = [t for t in re.findall(r"[^\W_]+", name.casefold()) if t not in ("and", "or", "not")]
+    return f"name:({' '.join(terms)})" if terms else ""
+
+
+def _similar_existing(
+    project_id: str, entities: dict[str, dict[str, Any]], embedder: Any, timings: dict[str, float]
+) -> dict[str, str]:
+    """Map entities that are new by name onto an existing entity of the same type whose name embedding
+    is similar enough. Candidates come from the entity fulltext index, so only names with a lexical
+    neighbour are embedded here; the others get their embedding in the enrichment step that follows
+    ingestion (with the communities)."""
     keys = list(entities)
     existing = {r["key"] for r in graph.read(cypher.ENTITY_KEYS_EXISTING, project_id=project_id, keys=keys)}
+    for entity in entities.values():
+        entity["embedding"] = None  # stored entities keep theirs; new ones may get one below
     new = [entities[k] for k in keys if k not in existing]
-    for entity, vector in zip(new, embedder.embed([e["name"] for e in new]) if new else [], strict=True):
-        entity["embedding"] = vector
-    for key in existing:
-        entities[key]["embedding"] = None  # the stored entity keeps its own
     if not new or settings.ENTITY_MERGE_THRESHOLD >= 1.0:
         return {}
-    candidates = [{"key": e["key"], "type": e["type"], "embedding": e["embedding"]} for e in new]
-    total = graph.read(cypher.PROJECT_ENTITY_COUNT, project_id=project_id)[0]["n"]
-    if total <= settings.EXACT_SCAN_MAX_CANDIDATES:
-        rows = graph.read(
-            cypher.ENTITY_SIMILAR_EXACT,
-            project_id=project_id,
-            candidates=candidates,
-            threshold=settings.ENTITY_MERGE_THRESHOLD,
-        )
-    else:
-        rows = graph.read(
-            cypher.ENTITY_SIMILAR_INDEX,
-            project_id=project_id,
-            candidates=candidates,
-            threshold=settings.ENTITY_MERGE_THRESHOLD,
-            fetch=50,
-        )
-    return {r["key"]: r["match"] for r in rows if r["match"]}
+    clock = time.perf_counter()
+    queries = [{"key": e["key"], "type": e["type"], "query": _lucene_terms(e["name"])} for e in new]
+    rows = graph.read(
+        cypher.ENTITY_LEXICAL_NEIGHBOURS,
+        project_id=project_id,
+        candidates=[q for q in queries if q["query"]],
+        limit=settings.ENTITY_RESOLUTION_CANDIDATES,
+    )
+    neighbours = {r["key"]: r["matches"] for r in rows if r["matches"]}
+    timings["resolving_lookup"] = time.perf_counter() - clock
+    if not neighbours:
+        return {}
+    clock = time.perf_counter()
+    texts = sorted(
+        {entities[k]["name"] for k in neighbours}
+        | {m["name"] for ms in neighbours.values() for m in ms if m["embedding"] is None}
+    )
+    vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+    timings["resolving_embedding"] = time.perf_counter() - clock
+    aliases: dict[str, str] = {}
+    for key, matches in neighbours.items():
+        mine = vectors[entities[key]["name"]]
+        entities[key]["embedding"] = mine
+        best, best_score = None, settings.ENTITY_MERGE_THRESHOLD
+        for match in matches:
+            theirs = match["embedding"] or vectors[match["name"]]
+            score = _cosine(mine, theirs)
+            if score >= best_score:
+                best, best_score = match["key"], score
+        if best is not None:
+            aliases[key] = best
+    return aliases
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
 
 
 def _write_batch(
@@ -403,30 +438,36 @@ def _write_batch(
     entities: list[dict[str, Any]],
     mentions: list[dict[str, Any]],
     relations: list[dict[str, Any]],
+    timings: dict[str, float],
 ) -> None:
     """One transaction: the batch's documents are replaced whole or not at all."""
-    document_ids = [d["id"] for d in docs]
-    removed = tx.run(cypher.OLD_CHUNKS_REMOVE, project_id=project_id, document_ids=document_ids).single()
+
+    def run(step: str, query: str, **params: Any) -> Any:
+        clock = time.perf_counter()
+        result = tx.run(query, project_id=project_id, **params)
+        record = result.single() if step == "remove_old" else result.consume()
+        timings[f"writing_{step}"] = timings.get(f"writing_{step}", 0.0) + time.perf_counter() - clock
+        return record
+
+    removed = run("remove_old", cypher.OLD_CHUNKS_REMOVE, document_ids=[d["id"] for d in docs])
     old_chunk_ids = removed["chunk_ids"] if removed else []
     touched = removed["touched"] if removed else []
     if old_chunk_ids:
-        tx.run(
-            cypher.RELATED_PRUNE, project_id=project_id, entity_ids=touched, chunk_ids=old_chunk_ids
-        ).consume()
-    tx.run(cypher.CHUNKS_CREATE, project_id=project_id, chunks=chunks).consume()
+        run("prune_related", cypher.RELATED_PRUNE, entity_ids=touched, chunk_ids=old_chunk_ids)
+    run("chunks", cypher.CHUNKS_CREATE, chunks=chunks)
     links = [
         {"from": a["id"], "to": b["id"]}
         for a, b in zip(chunks, chunks[1:], strict=False)
         if a["document_id"] == b["document_id"]
     ]
-    tx.run(cypher.NEXT_CHUNK_LINK, links=links).consume()
-    tx.run(cypher.ENTITIES_MERGE, project_id=project_id, entities=entities).consume()
-    tx.run(cypher.MENTIONS_CREATE, project_id=project_id, mentions=mentions).consume()
-    tx.run(cypher.RELATED_ADD, project_id=project_id, relations=relations).consume()
+    run("next_chunk", cypher.NEXT_CHUNK_LINK, links=links)
+    run("entities", cypher.ENTITIES_MERGE, entities=entities)
+    run("mentions", cypher.MENTIONS_CREATE, mentions=mentions)
+    run("related", cypher.RELATED_ADD, relations=relations)
     if touched:
-        tx.run(cypher.ORPHAN_ENTITIES_DELETE, project_id=project_id, entity_ids=touched).consume()
-    tx.run(cypher.DOCUMENTS_FINISH, project_id=project_id, docs=docs).consume()
-    tx.run(cypher.COMMUNITIES_MARK_STALE, project_id=project_id).consume()
+        run("orphans", cypher.ORPHAN_ENTITIES_DELETE, entity_ids=touched)
+    run("documents", cypher.DOCUMENTS_FINISH, docs=docs)
+    run("stale", cypher.COMMUNITIES_MARK_STALE)
 
 
 def _finish_job_if_done(job_id: str) -> None:

@@ -14,6 +14,19 @@ LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
 
 
+def configure_threads() -> int:
+    """Set PyTorch's intra-op threads: EMBEDDINGS_TORCH_THREADS, or (0 = auto) the cores divided by
+    the worker pool size, so pool processes do not oversubscribe the CPU."""
+    import torch
+    from django.conf import settings
+
+    threads = settings.EMBEDDINGS_TORCH_THREADS or max(
+        1, (os.cpu_count() or 1) // max(1, settings.CELERY_WORKER_CONCURRENCY)
+    )
+    torch.set_num_threads(threads)
+    return threads
+
+
 class LocalEmbedder(Embedder):
     provider = "local"
     dimensions = LOCAL_DIMENSIONS
