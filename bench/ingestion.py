@@ -170,7 +170,7 @@ def run() -> dict[str, Any]:
             entities = sum(j["counts"].get("entities", 0) for j in jobs)
             stage = {
                 k: round(sum(j["timings"].get(k, 0) for j in jobs), 2)
-                for k in ("chunking", "embedding", "extracting", "resolving", "writing")
+                for k in sorted({key for j in jobs for key in j["timings"]})
             }
 
             rebuild = client.post(f"/api/v1/projects/{project}/communities:rebuild").json()

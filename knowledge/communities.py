@@ -108,9 +108,9 @@ def _summarise(members: list[dict[str, Any]]) -> tuple[str, str, float | None]:
             line = line.strip()
             if line and line not in sentences:
                 sentences.append(line)
-        if sum(len(s) for s in sentences) > 500:
+        if sum(len(s) for s in sentences) > 300:
             break
-    summary = " ".join(sentences)[:700] or f"Entities: {', '.join(m['name'] for m in ranked[:10])}"
+    summary = " ".join(sentences)[:400] or f"Entities: {', '.join(m['name'] for m in ranked[:10])}"
     return title, summary, None
 
 

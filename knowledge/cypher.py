@@ -128,10 +128,11 @@ MERGE (e:Entity {project_id: $project_id, key: ent.key})
       THEN e.description ELSE e.description + '\n' + ent.description END
 """
 
+# The chunks are created in the same transaction and mention rows are distinct: CREATE, not MERGE.
 MENTIONS_CREATE = """
 UNWIND $mentions AS m
 MATCH (c:Chunk {id: m.chunk_id}), (e:Entity {project_id: $project_id, key: m.key})
-MERGE (c)-[:HAS_ENTITY]->(e)
+CREATE (c)-[:HAS_ENTITY]->(e)
 """
 
 RELATED_ADD = """

@@ -370,9 +370,13 @@ def _resolve(  # type: ignore[no-untyped-def]
     return list(entities.values()), mention_rows, list(relations.values()), dict(per_doc)
 
 
+def _name_terms(name: str) -> list[str]:
+    return [t for t in re.findall(r"[^\W_]+", name.casefold()) if t not in ("and", "or", "not")]
+
+
 def _lucene_terms(name: str) -> str:
     """A safe Lucene query on the entity name field: plain lowercase terms, no operators."""
-    terms = [t for t in re.findall(r"[^\W_]+", name.casefold()) if t not in ("and", "or", "not")]
+    terms = _name_terms(name)
     return f"name:({' '.join(terms)})" if terms else ""
 
 
@@ -391,14 +395,27 @@ def _similar_existing(
     if not new or settings.ENTITY_MERGE_THRESHOLD >= 1.0:
         return {}
     clock = time.perf_counter()
-    queries = [{"key": e["key"], "type": e["type"], "query": _lucene_terms(e["name"])} for e in new]
+    # a one-word name is too ambiguous to fold into a longer one ("Curie": Marie or Pierre?); it merges
+    # by its normalised key only
+    queries = [
+        {"key": e["key"], "type": e["type"], "query": _lucene_terms(e["name"])}
+        for e in new
+        if len(_name_terms(e["name"])) > 1
+    ]
     rows = graph.read(
         cypher.ENTITY_LEXICAL_NEIGHBOURS,
         project_id=project_id,
         candidates=[q for q in queries if q["query"]],
         limit=settings.ENTITY_RESOLUTION_CANDIDATES,
     )
-    neighbours = {r["key"]: r["matches"] for r in rows if r["matches"]}
+    # Only names that share most of their words are worth an embedding comparison ("Marie Curie" and
+    # "Marie Sklodowska Curie" yes; "Marie Curie" and "Pierre Curie" no).
+    neighbours = {}
+    for row in rows:
+        mine = set(_name_terms(entities[row["key"]]["name"]))
+        close = [m for m in row["matches"] if _overlap(mine, set(_name_terms(m["name"]))) >= 0.5]
+        if close:
+            neighbours[row["key"]] = close
     timings["resolving_lookup"] = time.perf_counter() - clock
     if not neighbours:
         return {}
@@ -422,6 +439,10 @@ def _similar_existing(
         if best is not None:
             aliases[key] = best
     return aliases
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

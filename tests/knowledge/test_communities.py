@@ -75,8 +75,11 @@ def test_rebuild_writes_communities_with_summaries_and_links() -> None:
     assert all(c["summary"] and c["title"] and c["rank"] > 0 and c["dims"] == 384 for c in communities)
     assert not any(c["stale"] for c in communities)
     # the enrichment step gave every entity its name embedding
-    missing = graph.read("MATCH (e:Entity {project_id: $p}) WHERE size(e.embedding) <> 384 OR e.embedding IS NULL "
-                         "RETURN count(e) AS n", p=tenant.project.id)
+    missing = graph.read(
+        "MATCH (e:Entity {project_id: $p}) WHERE size(e.embedding) <> 384 OR e.embedding IS NULL "
+        "RETURN count(e) AS n",
+        p=tenant.project.id,
+    )
     assert missing[0]["n"] == 0
     # the Curie entities and the Turing entities do not share a leaf community
     leaf_of = {

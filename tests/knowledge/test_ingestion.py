@@ -268,3 +268,39 @@ def test_tenants_cannot_see_each_others_documents_or_jobs(tenant: Tenant) -> Non
     assert spy.get(f"/api/v1/jobs/{body['job_id']}").status_code == 404
     assert spy.get(f"/api/v1/projects/{other.project.id}/documents").json()["total"] == 0
     assert graph_counts(tenant.project.id)["Document"] == 1
+
+
+def test_near_duplicate_names_merge_by_embedding_similarity(tenant: Tenant) -> None:
+    client = tenant.client(tenant.write_key)
+    first = post_document(
+        client,
+        tenant.project.id,
+        title="one",
+        text="Marie Sklodowska Curie was a physicist.",
+        entities=[{"name": "Marie Sklodowska Curie", "type": "PERSON"}],
+        relations=[],
+    )
+    wait_job(first.json()["job_id"])
+    second = post_document(
+        client,
+        tenant.project.id,
+        title="two",
+        text="Marie Sklodowska-Curie and Pierre Curie shared a prize.",
+        entities=[
+            {"name": "Marie Sklodowska-Curie", "type": "PERSON"},
+            {"name": "Pierre Curie", "type": "PERSON"},
+        ],
+        relations=[{"source": "Marie Sklodowska-Curie", "target": "Pierre Curie", "weight": 2}],
+    )
+    wait_job(second.json()["job_id"])
+    rows = graph.read(
+        "MATCH (e:Entity {project_id: $p}) OPTIONAL MATCH (c:Chunk)-[:HAS_ENTITY]->(e) "
+        "RETURN e.name AS name, count(c) AS chunks ORDER BY name",
+        p=tenant.project.id,
+    )
+    assert rows == [{"name": "Marie Sklodowska Curie", "chunks": 2}, {"name": "Pierre Curie", "chunks": 1}]
+    related = graph.read(
+        "MATCH (a:Entity {project_id: $p})-[:RELATED]-(b:Entity) RETURN a.name AS a, b.name AS b",
+        p=tenant.project.id,
+    )
+    assert {"Marie Sklodowska Curie", "Pierre Curie"} == {related[0]["a"], related[0]["b"]}
