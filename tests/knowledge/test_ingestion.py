@@ -304,3 +304,62 @@ def test_near_duplicate_names_merge_by_embedding_similarity(tenant: Tenant) -> N
         p=tenant.project.id,
     )
     assert {"Marie Sklodowska Curie", "Pierre Curie"} == {related[0]["a"], related[0]["b"]}
+
+
+def test_references_link_documents(tenant: Tenant) -> None:
+    client = tenant.client(tenant.write_key)
+    base = post_document(
+        client,
+        tenant.project.id,
+        title="base",
+        text="The base paper on graphs.",
+        source_path="papers/base.md",
+    ).json()
+    wait_job(base["job_id"])
+    follow = post_document(
+        client,
+        tenant.project.id,
+        title="follow-up",
+        text="A follow-up paper.",
+        source_path="papers/follow.md",
+        references=["papers/base.md"],
+    ).json()
+    wait_job(follow["job_id"])
+    rows = graph.read(
+        "MATCH (a:Document {project_id: $p})-[:REFERENCES]->(b:Document) RETURN a.id AS a, b.id AS b",
+        p=tenant.project.id,
+    )
+    assert rows == [{"a": follow["document_id"], "b": base["document_id"]}]
+
+
+def test_ingestion_progress_events_cover_every_phase(tenant: Tenant) -> None:
+    import json
+    import time
+
+    from core.redis_client import get_redis
+
+    pubsub = get_redis().pubsub()
+    pubsub.subscribe("ui:retrieval_progress")
+    pubsub.get_message(timeout=2)
+    response = post_document(
+        tenant.client(tenant.write_key), tenant.project.id, title="events", text=GRAPH_TEXT
+    )
+    job_id = response.json()["job_id"]
+    wait_job(job_id)
+    events = []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.2)
+        if message:
+            event = json.loads(message["data"])
+            if event.get("job_id") == job_id:
+                events.append(event)
+    pubsub.close()
+    phases = [e["phase"] for e in events]
+    for phase in ("parsing", "chunking", "embedding", "extracting", "resolving", "writing", "done"):
+        assert phase in phases, phases
+    assert all(
+        e["message_type"] == "ingestion_progress" and e["project_id"] == tenant.project.id for e in events
+    )
+    pcts = [e["progress_pct"] for e in events]
+    assert pcts[-1] == 100 and pcts == sorted(pcts)
