@@ -257,8 +257,6 @@ EXTRACT_GLEANING_PASSES = env.int("EXTRACT_GLEANING_PASSES", default=1)
 ENTITY_MERGE_THRESHOLD = env.float("ENTITY_MERGE_THRESHOLD", default=0.95)
 # Lexical neighbours (entity fulltext index) fetched per new entity name for the embedding comparison
 ENTITY_RESOLUTION_CANDIDATES = env.int("ENTITY_RESOLUTION_CANDIDATES", default=20)
-# A project with at most this many candidates is searched by exact cosine, else by the vector index
-EXACT_SCAN_MAX_CANDIDATES = env.int("EXACT_SCAN_MAX_CANDIDATES", default=20000)
 COMMUNITY_MAX_LEVELS = env.int("COMMUNITY_MAX_LEVELS", default=4)
 COMMUNITY_MAX_CLUSTER_SIZE = env.int("COMMUNITY_MAX_CLUSTER_SIZE", default=50)
 # Automatic rebuild this long after the last ingestion finished; negative disables it

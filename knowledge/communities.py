@@ -172,7 +172,7 @@ def _rebuild(*, project_id: str, job: Job | None) -> dict[str, Any]:
             communities=[{"key": k, "entity_ids": v[:50]} for k, v in entity_members.items()],
         )
         material = {r["key"]: r["members"] for r in material_rows}
-        communities = []
+        communities: list[dict[str, Any]] = []
         for depth, level in enumerate(levels):
             for key in level:
                 title, summary, rating = _summarise(material.get(key, []))

@@ -307,13 +307,13 @@ def _extract_batch(docs: list[dict[str, Any]], chunks: list[dict[str, Any]]) -> 
     return out
 
 
-def _resolve(  # type: ignore[no-untyped-def]
+def _resolve(
     project_id: str,
     chunks: list[dict[str, Any]],
     extractions: dict[str, Extraction],
     embedder: Any,
     timings: dict[str, float],
-):
+) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, Any]], dict[str, dict[str, int]]]:
     """Entity resolution: normalised name + type first, then embedding similarity for new names."""
     entities: dict[str, dict[str, Any]] = {}
     mentions: set[tuple[str, str]] = set()
@@ -364,8 +364,8 @@ def _resolve(  # type: ignore[no-untyped-def]
         doc_entities[doc_of[chunk_id]].add(key)
     for doc_id, keys in doc_entities.items():
         per_doc[doc_id]["entities"] = len(keys)
-    for rel in relations.values():
-        per_doc[doc_of[rel["chunk_id"]]]["relations"] += 1
+    for item in relations.values():
+        per_doc[doc_of[item["chunk_id"]]]["relations"] += 1
     mention_rows = [{"chunk_id": c, "key": k} for c, k in sorted(mentions)]
     return list(entities.values()), mention_rows, list(relations.values()), dict(per_doc)
 

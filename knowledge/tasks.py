@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def ingest_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+def ingest_batch(self, batch_id: int) -> None:
     """A dependency outage (Neo4j, Redis, LLM) is retried with backoff and noted on the job; any
     other error fails the batch's documents with the reason."""
     try:
@@ -57,7 +57,7 @@ def communities_rebuild_job(job_id: str) -> None:
 
 
 @shared_task(bind=True, acks_late=True)
-def communities_rebuild_when_quiet(self, project_id: str) -> None:  # type: ignore[no-untyped-def]
+def communities_rebuild_when_quiet(self, project_id: str) -> None:
     wait = communities_rebuild_if_quiet(project_id=project_id)
     if wait is not None:
         raise self.retry(countdown=wait, max_retries=None)

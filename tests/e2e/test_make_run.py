@@ -92,6 +92,17 @@ def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
         assert httpx.get(f"{platform.base}/admin/login/").status_code == 200
         assert httpx.get(f"{platform.base}/static/admin/css/base.css").status_code == 200
         assert httpx.get(f"{platform.base}/api/docs/").status_code == 200
+        # the sample corpus is ingested by the platform's own worker
+        deadline = time.monotonic() + 180
+        ready = 0
+        while ready < 5 and time.monotonic() < deadline:
+            listing = httpx.get(
+                f"{platform.base}/api/v1/projects/{project_id}/documents?status=ready",
+                headers={"Authorization": f"Bearer {key}"},
+            ).json()
+            ready = listing["total"]
+            time.sleep(1)
+        assert ready == 5, platform.output()
     finally:
         leftovers = platform.ctrl_c()
     assert leftovers == [], f"processes left running: {leftovers}\n{platform.output()}"

@@ -1,4 +1,5 @@
 import secrets
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -9,6 +10,7 @@ from core.models import Project
 from core.services import api_key_create, project_create
 
 DEMO_PROJECT_NAME = "demo"
+SAMPLE_CORPUS = Path(__file__).resolve().parents[3] / "knowledge" / "sample_corpus"
 
 
 class Command(BaseCommand):
@@ -20,6 +22,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         existing = Project.objects.filter(name=DEMO_PROJECT_NAME).order_by("created_at").first()
         project_id = existing.id if existing else project_create(name=DEMO_PROJECT_NAME).id
+        sample = self._ingest_sample_corpus(project_id)
         issued = api_key_create(project_id=project_id, name="make run", scopes=["read", "write", "admin"])
 
         user_model = get_user_model()
@@ -39,9 +42,29 @@ class Command(BaseCommand):
             f"  admin          {base}/admin/   (user admin, password {password})",
             f"  progress (ws)  {base.replace('http', 'ws', 1)}/ws/v1/projects/{project_id}/progress/",
             f"  demo project   {project_id}",
+            f"  sample corpus  {sample}",
             f"  demo API key   {issued.key}",
             "",
             f"  try: curl -H 'Authorization: Bearer {issued.key}' {base}/api/v1/projects/{project_id}",
             "",
         ]
         self.stdout.write("\n".join(lines))
+
+    def _ingest_sample_corpus(self, project_id: str) -> str:
+        """Queue the sample corpus (knowledge/sample_corpus); unchanged files are a no-op."""
+        from knowledge.dto import DocumentInput
+        from knowledge.services import documents_submit
+
+        files = sorted(SAMPLE_CORPUS.glob("*.md"))
+        documents = [
+            DocumentInput(
+                title=path.read_text().splitlines()[0].lstrip("# ").strip(),
+                text=path.read_text(),
+                source_path=f"sample/{path.name}",
+                mime_type="text/markdown",
+            )
+            for path in files
+        ]
+        result = documents_submit(project_id=project_id, documents=documents)
+        queued = sum(1 for d in result.documents if d.status == "queued")
+        return f"{len(files)} documents, {queued} queued for ingestion (job {result.job_id})"
