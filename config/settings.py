@@ -246,7 +246,7 @@ EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL
 INGEST_MAX_DOCUMENTS = env.int("INGEST_MAX_DOCUMENTS", default=500)  # per request
 INGEST_MAX_TITLE_CHARS = env.int("INGEST_MAX_TITLE_CHARS", default=1000)
 INGEST_MAX_TEXT_CHARS = env.int("INGEST_MAX_TEXT_CHARS", default=5_000_000)
-INGEST_BATCH_SIZE = env.int("INGEST_BATCH_SIZE", default=32)  # documents per Celery task
+INGEST_BATCH_SIZE = env.int("INGEST_BATCH_SIZE", default=64)  # documents per Celery task
 INGEST_MAX_RETRIES = env.int("INGEST_MAX_RETRIES", default=20)  # for a dependency outage
 INGEST_RETRY_BASE_SEC = env.float("INGEST_RETRY_BASE_SEC", default=2.0)
 INGEST_QUEUE = env.str("INGEST_QUEUE", default="celery")  # Celery queue of ingestion and community tasks
