@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from bench.startup import PlatformRun
+from bench.startup import PlatformRun, _row
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "data" / "hotpotqa-100" / "corpus.json"
@@ -117,6 +119,31 @@ def _shape(client: httpx.Client, platform: PlatformRun) -> dict[str, Any]:
         return {name: driver.execute_query(q).records[0]["n"] for name, q in checks.items()}
 
 
+def _issue_key(project_id: str, env: dict[str, str]) -> str:
+    """A write key for a bench project, issued through the CLI against the running platform."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "create_api_key",
+            "--project",
+            project_id,
+            "--name",
+            "bench",
+            "--scopes",
+            "write",
+            "--rate-limit",
+            "100000/min",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
 def _peak_roles(platform: PlatformRun) -> dict[str, float]:
     return platform.peaks()
 
@@ -133,35 +160,13 @@ def run() -> dict[str, Any]:
         with httpx.Client(base_url=platform.base, headers=headers, timeout=300) as client:
             project = client.post("/api/v1/projects", json={"name": "hotpotqa"}).json()["id"]
             # the demo key belongs to the demo project; issue one for the bench project through the CLI
-            import subprocess
-            import sys
-
             env = {
                 **os.environ,
                 "VAR_DIR": str(tmp / "var"),
                 "NEO4J_URI": f"bolt://127.0.0.1:{platform.ports['neo4j']}",
                 "REDIS_URL": f"redis://127.0.0.1:{platform.ports['redis']}/0",
             }
-            bench_key = subprocess.run(
-                [
-                    sys.executable,
-                    "manage.py",
-                    "create_api_key",
-                    "--project",
-                    project,
-                    "--name",
-                    "bench",
-                    "--scopes",
-                    "write",
-                    "--rate-limit",
-                    "100000/min",
-                ],
-                cwd=REPO,
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
+            bench_key = _issue_key(project, env)
             client.headers["Authorization"] = f"Bearer {bench_key}"
 
             ingest_sec, job_ids = _post_all(client, project, docs)
@@ -184,26 +189,7 @@ def run() -> dict[str, Any]:
                 json={"name": "hotpotqa-given"},
                 headers={"Authorization": f"Bearer {key}"},
             ).json()["id"]
-            bench_key2 = subprocess.run(
-                [
-                    sys.executable,
-                    "manage.py",
-                    "create_api_key",
-                    "--project",
-                    project2,
-                    "--name",
-                    "bench",
-                    "--scopes",
-                    "write",
-                    "--rate-limit",
-                    "100000/min",
-                ],
-                cwd=REPO,
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
+            bench_key2 = _issue_key(project2, env)
             client.headers["Authorization"] = f"Bearer {bench_key2}"
             given_sec, _ = _post_all(client, project2, given_docs)
         floor_sec, floor_chunks = _embedding_floor(docs)
@@ -274,7 +260,3 @@ def run() -> dict[str, Any]:
             "graph_shape_violations": shape,
         },
     }
-
-
-def _row(figure: str, value: Any, unit: str, peer: str, peer_value: Any) -> dict[str, Any]:
-    return {"figure": figure, "value": value, "unit": unit, "peer": peer, "peer_value": peer_value}
