@@ -22,6 +22,10 @@ def project_get(*, project_id: str) -> ProjectData:
     row = Project.objects.filter(pk=project_id).first()
     if row is None:
         raise NotFound("project not found")
+    return project_data(row)
+
+
+def project_data(row: Project) -> ProjectData:
     return ProjectData(
         id=row.id,
         name=row.name,

@@ -13,18 +13,9 @@ from core.dto import IssuedApiKey, ProjectData
 from core.errors import InvalidInput, NotFound
 from core.models import SCOPES, ApiKey, Project
 from core.nodes import ProjectNode
+from core.selectors import project_data
 
 RATE_RE = re.compile(r"^[1-9][0-9]{0,6}/(s|sec|second|m|min|minute|h|hour|d|day)$")
-
-
-def _project_data(row: Project) -> ProjectData:
-    return ProjectData(
-        id=row.id,
-        name=row.name,
-        embedder=row.embedder,
-        embedding_dimensions=row.embedding_dimensions,
-        created_at=row.created_at,
-    )
 
 
 def project_create(*, name: str) -> ProjectData:
@@ -49,7 +40,7 @@ def project_create(*, name: str) -> ProjectData:
                 embedder=row.embedder,
                 embedding_dimensions=row.embedding_dimensions,
             ).save()
-    return _project_data(row)
+    return project_data(row)
 
 
 def api_key_create(*, project_id: str, name: str, scopes: list[str], rate_limit: str = "") -> IssuedApiKey:

@@ -128,9 +128,6 @@ class DocumentListCreateApi(ProjectApi):
     class BulkSerializer(serializers.Serializer):
         documents = DocumentInputSerializer(many=True, allow_empty=False)
 
-        def validate_documents(self, value: list[Any]) -> list[Any]:
-            return value
-
     class ListSerializer(serializers.Serializer):
         status = serializers.ChoiceField(choices=["pending", "processing", "ready", "failed"], required=False)
         limit = serializers.IntegerField(min_value=1, max_value=500, default=50)

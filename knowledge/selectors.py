@@ -13,12 +13,8 @@ from knowledge import cypher
 def _document(row: dict[str, Any]) -> dict[str, Any]:
     doc = dict(row)
     doc["metadata"] = json.loads(doc.pop("metadata_json") or "{}")
-    doc["counts"] = {k: doc.pop(f"{k}_count") or 0 for k in ("chunk", "entity", "relation")}
-    doc["counts"] = {
-        "chunks": doc["counts"]["chunk"],
-        "entities": doc["counts"]["entity"],
-        "relations": doc["counts"]["relation"],
-    }
+    names = {"chunk_count": "chunks", "entity_count": "entities", "relation_count": "relations"}
+    doc["counts"] = {name: doc.pop(field) or 0 for field, name in names.items()}
     return doc
 
 
