@@ -18,10 +18,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench import ingestion, startup  # noqa: E402
+from bench import ingestion, retrieval, startup  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
-BENCHMARKS = {"startup": startup.run, "ingestion": ingestion.run}
+BENCHMARKS = {"startup": startup.run, "ingestion": ingestion.run, "retrieval": retrieval.run}
 
 
 def machine() -> dict[str, object]:

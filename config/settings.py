@@ -262,6 +262,35 @@ COMMUNITY_MAX_CLUSTER_SIZE = env.int("COMMUNITY_MAX_CLUSTER_SIZE", default=50)
 # Automatic rebuild this long after the last ingestion finished; negative disables it
 COMMUNITY_REBUILD_DELAY_SEC = env.float("COMMUNITY_REBUILD_DELAY_SEC", default=30.0)
 
+# --- Retrieval -------------------------------------------------------------------------------------
+RETRIEVAL_MAX_QUERY_CHARS = env.int("RETRIEVAL_MAX_QUERY_CHARS", default=10_000)  # longer queries: 400
+# Vector search per tenant: exact cosine over scopes up to this many chunks, else the vector index
+# over-fetched by (database / scope size) × RETRIEVAL_OVERFETCH, up to RETRIEVAL_MAX_INDEX_CANDIDATES.
+RETRIEVAL_EXACT_SCAN_MAX_CHUNKS = env.int("RETRIEVAL_EXACT_SCAN_MAX_CHUNKS", default=1000)
+RETRIEVAL_OVERFETCH = env.float("RETRIEVAL_OVERFETCH", default=1.5)
+RETRIEVAL_MAX_INDEX_CANDIDATES = env.int("RETRIEVAL_MAX_INDEX_CANDIDATES", default=10_000)
+# Hybrid: `rrf` (reciprocal rank fusion) or `linear` (min-max normalised, vector weight ALPHA)
+RETRIEVAL_HYBRID_FUSION = env.str("RETRIEVAL_HYBRID_FUSION", default="linear")
+RETRIEVAL_HYBRID_ALPHA = env.float("RETRIEVAL_HYBRID_ALPHA", default=0.5)
+RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
+RETRIEVAL_HYBRID_CANDIDATES = env.int("RETRIEVAL_HYBRID_CANDIDATES", default=30)  # per retriever
+# hybrid_graph: weight of the entity-graph score next to the hybrid score
+RETRIEVAL_GRAPH_WEIGHT = env.float("RETRIEVAL_GRAPH_WEIGHT", default=0.3)
+# Enrichment profiles: procedures they may CALL (none by default) and their transaction timeout
+RETRIEVAL_PROFILE_PROCEDURES = env.list("RETRIEVAL_PROFILE_PROCEDURES", default=[])
+RETRIEVAL_PROFILE_TIMEOUT_SEC = env.float("RETRIEVAL_PROFILE_TIMEOUT_SEC", default=5.0)
+# Tuning constants (not from the environment)
+RETRIEVAL_MAX_QUERY_TERMS = 64  # fulltext terms kept from a query
+RETRIEVAL_SIZE_CACHE_SEC = 30.0  # how long a project's chunk count is reused to pick exact vs index
+RETRIEVAL_FILTER_MAX_DOCUMENTS = 100_000  # filters matching more documents answer 400
+RETRIEVAL_GRAPH_SEEDS = 10  # hybrid hits whose entities are expanded
+RETRIEVAL_GRAPH_KEEP = 2  # best hybrid hits that keep their places in hybrid_graph
+RETRIEVAL_GRAPH_MAX_MENTIONS = 50  # entities in more chunks than this are hubs and not followed
+RETRIEVAL_GRAPH_MAX_RELATED = 10  # related entities followed per entity
+# a RELATED entity's link counts this much of a shared one; 0: off (on hotpotqa-100 the extractive
+# co-occurrence relations added noise: recall@5 83.5 at 0, 82.5 at 0.5)
+RETRIEVAL_GRAPH_RELATED_WEIGHT = 0.0
+
 # --- Health ------------------------------------------------------------------------------------------
 # Components that must be up for /healthz to answer 200; "llm" counts only when an LLM is configured.
 HEALTHZ_REQUIRED = env.list("HEALTHZ_REQUIRED", default=["neo4j", "redis", "celery", "llm"])

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from core import graph
 from core.dto import IssuedApiKey, ProjectData
-from core.errors import InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound
 from core.models import SCOPES, ApiKey, Project
 from core.nodes import ProjectNode
 from core.selectors import project_data
@@ -75,3 +75,14 @@ def api_key_create(*, project_id: str, name: str, scopes: list[str], rate_limit:
 
 def api_key_revoke(*, key_id: int) -> None:
     ApiKey.objects.filter(pk=key_id, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def project_embedder_check(*, project: Project) -> None:
+    """409 when the project's vectors come from another embedder than the one configured now."""
+    configured = f"{settings.EMBEDDINGS_PROVIDER}:{settings.EMBEDDINGS_MODEL}"
+    if project.embedder != configured or project.embedding_dimensions != settings.EMBEDDINGS_DIMENSIONS:
+        raise Conflict(
+            f"project uses {project.embedder} ({project.embedding_dimensions} dims) but the platform is "
+            f"configured for {configured} ({settings.EMBEDDINGS_DIMENSIONS} dims)",
+            details={"project_embedder": project.embedder, "configured": configured},
+        )

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from core.api_base import ProjectApi
 from core.errors import InvalidInput
+from core.metadata import metadata_errors
 from core.models import Job
 from knowledge import selectors, services
 from knowledge.dto import DocumentInput, EntityInput, RelationInput
@@ -71,9 +72,9 @@ class DocumentInputSerializer(serializers.Serializer):
         return value
 
     def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
-        for key, item in value.items():
-            if not isinstance(item, str | int | float | bool) and item is not None:
-                raise serializers.ValidationError(f"metadata value of {key!r} must be a scalar")
+        errors = metadata_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,9 @@ def SCHEMA() -> list[str]:  # noqa: N802 - the schema hook name shared by all ap
         "CREATE CONSTRAINT document_key IF NOT EXISTS FOR (d:Document) REQUIRE (d.project_id, d.doc_key) IS UNIQUE",
         "CREATE CONSTRAINT entity_key IF NOT EXISTS FOR (e:Entity) REQUIRE (e.project_id, e.key) IS UNIQUE",
         "CREATE CONSTRAINT source_path IF NOT EXISTS FOR (s:Source) REQUIRE (s.project_id, s.path) IS UNIQUE",
-        "CREATE FULLTEXT INDEX chunk_text IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text]",
+        # project_id and document_id are indexed so search can require them inside the Lucene query
+        "DROP INDEX chunk_text IF EXISTS",
+        "CREATE FULLTEXT INDEX chunk_fulltext IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text, c.project_id, c.document_id]",
         "CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.description]",
         vector.format(name="chunk_embedding", label="Chunk", dims=dims),
         vector.format(name="entity_embedding", label="Entity", dims=dims),
@@ -30,7 +32,7 @@ MERGE (d:Document {project_id: $project_id, doc_key: doc.doc_key})
 WITH d, doc, (d.status IN ['ready', 'pending', 'processing'] AND d.content_hash = doc.content_hash) AS unchanged
 FOREACH (_ IN CASE WHEN unchanged THEN [] ELSE [1] END |
   SET d.title = doc.title, d.source_path = doc.source_path, d.mime_type = doc.mime_type,
-      d.author = doc.author, d.metadata_json = doc.metadata_json, d.content = doc.content,
+      d.author = doc.author, d.metadata_json = doc.metadata_json, d.meta_kv = doc.meta_kv, d.content = doc.content,
       d.content_hash = doc.content_hash, d.status = 'pending', d.error = null, d.updated_at = datetime(),
       d.graph_json = doc.graph_json, d.references = doc.references)
 RETURN d.id AS id, doc.position AS position, unchanged
@@ -81,6 +83,7 @@ UNWIND $chunks AS ch
 MATCH (d:Document {project_id: $project_id, id: ch.document_id})
 CREATE (c:Chunk {id: ch.id, project_id: $project_id, document_id: ch.document_id, index: ch.index,
                  text: ch.text, token_count: ch.token_count, embedding: ch.embedding})
+SET c:$($chunk_label)
 CREATE (d)-[:HAS_CHUNK]->(c)
 """
 

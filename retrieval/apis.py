@@ -1,0 +1,114 @@
+"""HTTP API of the retrieval app: POST /api/v1/projects/{pid}/search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api_base import ProjectApi
+from core.metadata import KEY_RULE, MAX_KEYS, is_valid_key
+from retrieval import services
+from retrieval.dto import MODES, SearchFilters
+
+
+class StrictSerializer(serializers.Serializer):
+    """Unknown fields are an error, not silently ignored."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({k: ["unknown field"] for k in unknown[:20]})
+        return super().to_internal_value(data)
+
+
+class FiltersSerializer(StrictSerializer):
+    document_ids = serializers.ListField(
+        child=serializers.CharField(max_length=64), max_length=1000, required=False, allow_empty=False
+    )
+    source_path_prefix = serializers.CharField(max_length=2000, required=False)
+    metadata = serializers.DictField(required=False)
+
+    def validate_source_path_prefix(self, value: str) -> str:
+        if "\x00" in value:
+            raise serializers.ValidationError("contains NUL bytes")
+        return value
+
+    def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
+        if len(value) > MAX_KEYS:
+            raise serializers.ValidationError(f"at most {MAX_KEYS} keys")
+        for key, item in value.items():
+            if not is_valid_key(key):
+                raise serializers.ValidationError(f"invalid key {key[:80]!r}: {KEY_RULE}")
+            if item is not None and not isinstance(item, str | int | float | bool):
+                raise serializers.ValidationError(
+                    f"value of {key!r} must be a string, number, boolean or null"
+                )
+        return value
+
+
+class SearchInputSerializer(StrictSerializer):
+    query = serializers.CharField()
+    mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+    top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    profile = serializers.SlugField(max_length=64, required=False, allow_null=True)
+    filters = FiltersSerializer(required=False)
+    include_context = serializers.BooleanField(default=False)
+
+    def validate_query(self, value: str) -> str:
+        if len(value) > settings.RETRIEVAL_MAX_QUERY_CHARS:
+            raise serializers.ValidationError(f"at most {settings.RETRIEVAL_MAX_QUERY_CHARS} characters")
+        if "\x00" in value:
+            raise serializers.ValidationError("contains NUL bytes")
+        return value
+
+
+class SearchItemSerializer(serializers.Serializer):
+    chunk_id = serializers.CharField()
+    document_id = serializers.CharField()
+    document_name = serializers.CharField()
+    text = serializers.CharField()
+    score = serializers.FloatField()
+    metadata = serializers.DictField()
+
+
+class SearchOutputSerializer(serializers.Serializer):
+    items = SearchItemSerializer(many=True)
+    mode = serializers.CharField()
+    profile = serializers.DictField(allow_null=True)
+    took_ms = serializers.FloatField()
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+    context = serializers.CharField(required=False)
+
+
+class SearchApi(ProjectApi):
+    required_scope = "read"
+
+    @extend_schema(request=SearchInputSerializer, responses={200: SearchOutputSerializer})
+    def post(self, request: Request, project_id: str) -> Response:
+        params = SearchInputSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        raw = data.get("filters") or {}
+        result = services.search_run(
+            project_id=project_id,
+            query=data["query"],
+            mode=data["mode"],
+            top_k=data["top_k"],
+            filters=SearchFilters(
+                document_ids=raw.get("document_ids"),
+                source_path_prefix=raw.get("source_path_prefix") or None,
+                metadata=raw.get("metadata") or {},
+            ),
+            profile_name=data.get("profile"),
+            include_context=data["include_context"],
+        )
+        body = SearchOutputSerializer(result).data
+        if result.context is None:
+            body.pop("context", None)
+        return Response(body)

@@ -1,0 +1,97 @@
+"""Turning any user text into a safe Lucene query for the chunk fulltext index.
+
+The text is never handed to Lucene as syntax: it is split into word tokens, lower-cased (so `AND`,
+`OR`, `NOT` lose their operator meaning), stripped of stop words and escaped, then OR-ed inside a
+`text:(…)` group. Tenancy and document filters are required clauses on indexed keyword-like fields
+with boost 0, so they restrict the hits without changing the BM25 score.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Lucene's classic English stop-word set plus question words, which carry no topic (measured on
+# hotpotqa-100: fulltext recall@2 57.5 -> 58.5, hybrid 67.0 -> 68.0).
+STOP_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+    }
+)
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
+
+
+def escape(term: str) -> str:
+    """Backslash-escape every character that has a meaning in Lucene's query syntax."""
+    return _SPECIAL.sub(r"\\\1", term)
+
+
+def query_terms(text: str, *, max_terms: int) -> list[str]:
+    """Distinct lower-cased word tokens of `text` without stop words, in order of appearance."""
+    seen: dict[str, None] = {}
+    for match in _TOKEN.finditer(text.lower()):
+        token = match.group(0).strip("_")
+        if token and token not in STOP_WORDS and token not in seen:
+            seen[token] = None
+            if len(seen) >= max_terms:
+                break
+    return list(seen)
+
+
+def _phrase(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def chunk_query(terms: list[str], *, project_id: str, document_ids: list[str] | None = None) -> str:
+    """`text:(t1 OR t2 …) AND project_id:"…"^0 [AND document_id:("…" OR …)^0]`; empty without terms."""
+    if not terms:
+        return ""
+    parts = [
+        "text:(" + " OR ".join(escape(t) for t in terms) + ")",
+        f"project_id:{_phrase(project_id)}^0",
+    ]
+    if document_ids:
+        parts.append("document_id:(" + " OR ".join(_phrase(d) for d in document_ids) + ")^0")
+    return " AND ".join(parts)
