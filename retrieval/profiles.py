@@ -40,8 +40,10 @@ BUILTIN_FUNCTION_NAMESPACES = (
     "time.",
     "duration.",
 )
+# A keyword is a clause only where it is not a property or variable name (`node.set`, `$use`).
+_KEYWORD = r"(?<![.\w$`])"
 WRITE_CLAUSES = re.compile(
-    r"\b(CREATE|MERGE|DELETE|DETACH|SET|REMOVE|FOREACH|DROP|ALTER|GRANT|DENY|REVOKE)\b", re.I
+    _KEYWORD + r"(CREATE|MERGE|DELETE|DETACH|SET|REMOVE|FOREACH|DROP|ALTER|GRANT|DENY|REVOKE)\b", re.I
 )
 _LITERALS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|//[^\n]*|/\*.*?\*/", re.S)
 _PROCEDURE = re.compile(r"\bCALL\s+([A-Za-z_][\w.]*)", re.I)
@@ -62,9 +64,9 @@ def _allowed_procedures() -> set[str]:
 def _text_problems(query: str) -> list[str]:
     bare = _LITERALS.sub(" '' ", query).replace("`", "")
     problems = []
-    if re.search(r"\bLOAD\s+CSV\b", bare, re.I):
+    if re.search(_KEYWORD + r"LOAD\s+CSV\b", bare, re.I):
         problems.append("LOAD CSV is not allowed")
-    if re.search(r"\bUSE\s+\w", bare, re.I):
+    if re.search(_KEYWORD + r"USE\s+\w", bare, re.I):
         problems.append("USE (another database) is not allowed")
     writes = sorted({m.upper() for m in WRITE_CLAUSES.findall(bare)})
     if writes:

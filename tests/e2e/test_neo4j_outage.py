@@ -50,12 +50,27 @@ def test_neo4j_outage_answers_503_and_recovers(tmp_path: Path, celery_worker_pro
         with sqlite3.connect(tmp_path / "var" / "db.sqlite3") as conn:
             names = sorted(row[0] for row in conn.execute("SELECT name FROM core_project"))
         assert names == ["before", "outage"]
+        # a search answers 503 too, never a 500 with a traceback
+        for mode in ("vector", "fulltext", "hybrid"):
+            found = httpx.post(
+                f"{base}/api/v1/projects/{project_id}/search",
+                json={"query": "anything", "mode": mode},
+                headers=auth,
+                timeout=30,
+            )
+            assert found.status_code == 503, found.text
+            assert found.json()["error"]["details"]["dependency"] == "neo4j"
+            assert "Traceback" not in found.text
         # what does not need Neo4j keeps working
         assert httpx.get(f"{base}/api/v1/projects/{project_id}", headers=auth).status_code == 200
 
         neo4j = start_neo4j(tmp_path / "neo4j", neo4j.port)  # same store, same port
         wait_for_status(f"{base}/healthz", 200, timeout=60)
         assert httpx.post(f"{base}/api/v1/projects", json={"name": "after"}, headers=auth).status_code == 201
+        again = httpx.post(
+            f"{base}/api/v1/projects/{project_id}/search", json={"query": "anything"}, headers=auth, timeout=30
+        )
+        assert again.status_code == 200, again.text
 
         with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j.port}", auth=("neo4j", "")) as driver:
             records, _, _ = driver.execute_query("MATCH (p:Project) RETURN p.name AS name ORDER BY name")

@@ -60,6 +60,13 @@ def test_allow_list_admits_a_named_procedure(settings) -> None:  # type: ignore[
 def test_words_inside_strings_and_comments_are_not_clauses() -> None:
     query = "// CREATE nothing here\nRETURN node.text + ' (SET, CREATE, LOAD CSV)' AS text, score, 'DELETE' AS note"
     assert profiles.profile_check(query) == ["text", "score", "note"]
+    # property names that happen to be keywords are not clauses either
+    assert profiles.profile_check("RETURN node.text AS text, score, node.set AS s, node.use AS u") == [
+        "text",
+        "score",
+        "s",
+        "u",
+    ]
 
 
 def test_builtin_profiles_pass_their_own_checks() -> None:
