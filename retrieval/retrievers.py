@@ -179,9 +179,10 @@ class FulltextRetriever(Retriever):
 
 
 class HybridRetriever(Retriever):
-    """Vector and fulltext candidates fused (RETRIEVAL_HYBRID_FUSION: `rrf` or `linear`).
+    """Vector and fulltext candidates fused (RETRIEVAL_HYBRID_FUSION: `linear` or `rrf`).
 
-    The fulltext query runs on a worker thread while the query is embedded and searched by vector.
+    The query is embedded first (the embedder uses every core); then the fulltext query runs on a
+    worker thread while the vector query runs on this one.
     """
 
     name = "hybrid"
@@ -193,6 +194,8 @@ class HybridRetriever(Retriever):
 
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
         depth = max(limit, settings.RETRIEVAL_HYBRID_CANDIDATES)
+        # embed first with every core, then run both index queries side by side in Neo4j
+        query.vector()
         fulltext = _pool.submit(self.fulltext.search, query, limit=depth)
         by_vector = self.vector.search(query, limit=depth)
         by_text = fulltext.result()
