@@ -304,49 +304,23 @@ def _latency(base: str, admin_key: str, env: dict[str, str], neo4j_port: int) ->
     targets = [projects[i % QUERIED_PROJECTS] for i in range(LATENCY_REQUESTS)]
 
     api: dict[str, dict[str, float]] = {}
-    with httpx.Client(base_url=base, timeout=60) as client:
-        # a first search asks for each project's own vector index (as ingestion would have); wait for them
+    peer: dict[str, dict[str, float]] = {}
+    embedder = _MiniLM()
+    with (
+        httpx.Client(base_url=base, timeout=60) as client,
+        GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver,
+    ):
+        # a first search asks for each project's own vector index (as ingestion would have); wait for
+        # them, and write everything down before measuring (no checkpoint in the middle)
         for p in projects[:QUERIED_PROJECTS]:
             client.post(
                 f"/api/v1/projects/{p}/search",
                 json={"query": "warm up", "mode": "vector"},
                 headers={"Authorization": f"Bearer {keys[p]}"},
             ).raise_for_status()
-        with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver:
-            driver.execute_query("CALL db.awaitIndexes(1200)")
-        # warm-up: every mode on every queried project (query plans, index caches, the JIT)
-        for mode in MODES:
-            for q, p in zip(queries[:40], targets[:40], strict=True):
-                client.post(
-                    f"/api/v1/projects/{p}/search",
-                    json={"query": q, "mode": mode, "top_k": 10},
-                    headers={"Authorization": f"Bearer {keys[p]}"},
-                ).raise_for_status()
-        for mode in MODES:
-            took, embed, server = [], [], []
-            for q, p in zip(queries, targets, strict=True):
-                started = time.perf_counter()
-                response = client.post(
-                    f"/api/v1/projects/{p}/search",
-                    json={"query": q, "mode": mode, "top_k": 10},
-                    headers={"Authorization": f"Bearer {keys[p]}"},
-                )
-                took.append((time.perf_counter() - started) * 1000)
-                response.raise_for_status()
-                body = response.json()
-                embed.append(body["timings_ms"].get("embedding", 0.0))
-                server.append(body["took_ms"])
-            api[mode] = {
-                "p50_ms": round(_pct(took, 50), 1),
-                "p95_ms": round(_pct(took, 95), 1),
-                "server_p50_ms": round(_pct(server, 50), 1),
-                "embedding_p50_ms": round(_pct(embed, 50), 1),
-            }
-            print(f"  api {mode}: {api[mode]}", flush=True)
+        driver.execute_query("CALL db.awaitIndexes(1200)")
+        driver.execute_query("CALL db.checkpoint()")
 
-    embedder = _MiniLM()
-    peer: dict[str, dict[str, float]] = {}
-    with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver:
         vector = VectorRetriever(driver, index_name="chunk_embedding", embedder=embedder.embedder)
         hybrid = HybridRetriever(
             driver,
@@ -365,27 +339,57 @@ def _latency(base: str, admin_key: str, env: dict[str, str], neo4j_port: int) ->
                 k=10,
             )
 
-        calls: dict[str, Callable[[str], Any]] = {
+        peer_calls: dict[str, Callable[[str], Any]] = {
             "vector": lambda text: vector.search(query_text=text, top_k=10),
             "fulltext": fulltext,
             "hybrid": lambda text: hybrid.search(query_text=text, top_k=10),
         }
-        for name, call in calls.items():
-            for q in queries[:30]:
+
+        def api_call(mode: str, q: str, p: str) -> dict[str, Any]:
+            response = client.post(
+                f"/api/v1/projects/{p}/search",
+                json={"query": q, "mode": mode, "top_k": 10},
+                headers={"Authorization": f"Bearer {keys[p]}"},
+            )
+            response.raise_for_status()
+            return response.json()
+
+        # warm-up, then every query through every mode and every peer call in turn, so that the
+        # machine's slow moments fall on all of them alike
+        for q, p in zip(queries[:40], targets[:40], strict=True):
+            for mode in MODES:
+                api_call(mode, q, p)
+            for call in peer_calls.values():
                 call(q)
-            took, embed = [], []
-            for q in queries:
+        took: dict[str, list[float]] = {f"api {m}": [] for m in MODES} | {f"peer {n}": [] for n in peer_calls}
+        embed: dict[str, list[float]] = {k: [] for k in took}
+        server: dict[str, list[float]] = {f"api {m}": [] for m in MODES}
+        for q, p in zip(queries, targets, strict=True):
+            for mode in MODES:
+                started = time.perf_counter()
+                body = api_call(mode, q, p)
+                took[f"api {mode}"].append((time.perf_counter() - started) * 1000)
+                embed[f"api {mode}"].append(body["timings_ms"].get("embedding", 0.0))
+                server[f"api {mode}"].append(body["took_ms"])
+            for name, call in peer_calls.items():
                 embedder.last_ms = 0.0
                 started = time.perf_counter()
                 call(q)
-                took.append((time.perf_counter() - started) * 1000)
-                embed.append(embedder.last_ms)
-            peer[name] = {
-                "p50_ms": round(_pct(took, 50), 1),
-                "p95_ms": round(_pct(took, 95), 1),
-                "embedding_p50_ms": round(_pct(embed, 50), 1),
-            }
-            print(f"  peer {name}: {peer[name]}", flush=True)
+                took[f"peer {name}"].append((time.perf_counter() - started) * 1000)
+                embed[f"peer {name}"].append(embedder.last_ms)
+    for key, values in took.items():
+        side, name = key.split(" ", 1)
+        figures = {
+            "p50_ms": round(_pct(values, 50), 1),
+            "p95_ms": round(_pct(values, 95), 1),
+            "embedding_p50_ms": round(_pct(embed[key], 50), 1),
+        }
+        if side == "api":
+            figures["server_p50_ms"] = round(_pct(server[key], 50), 1)
+            api[name] = figures
+        else:
+            peer[name] = figures
+        print(f"  {key}: {figures}", flush=True)
     return {
         "api": api,
         "peer_direct": peer,
