@@ -68,7 +68,10 @@ def test_neo4j_outage_answers_503_and_recovers(tmp_path: Path, celery_worker_pro
         wait_for_status(f"{base}/healthz", 200, timeout=60)
         assert httpx.post(f"{base}/api/v1/projects", json={"name": "after"}, headers=auth).status_code == 201
         again = httpx.post(
-            f"{base}/api/v1/projects/{project_id}/search", json={"query": "anything"}, headers=auth, timeout=30
+            f"{base}/api/v1/projects/{project_id}/search",
+            json={"query": "anything"},
+            headers=auth,
+            timeout=30,
         )
         assert again.status_code == 200, again.text
 
