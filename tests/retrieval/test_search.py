@@ -106,7 +106,8 @@ def test_filters_narrow_every_mode(corpus, mode: str) -> None:  # type: ignore[n
     assert docs(document_ids=[ids["Volcanoes"]]) == {ids["Volcanoes"]}
     assert docs(source_path_prefix="science/earth/") <= {ids["Glaciers"], ids["Gletscher"], ids["Volcanoes"]}
     assert ids["Glaciers"] in docs(source_path_prefix="science/earth/")
-    assert docs(source_path_prefix="kitchen") <= {ids["Sourdough"]}
+    # no query word occurs in the bread document: fulltext finds nothing there, the others find it
+    assert docs(source_path_prefix="kitchen") == (set() if mode == "fulltext" else {ids["Sourdough"]})
     assert docs(metadata={"lang": "de"}) == {ids["Gletscher"]}
     assert docs(metadata={"lang": "en", "year": 2019}) == {ids["Glaciers"]}
     assert docs(metadata={"year": 2019.0}) == {ids["Glaciers"], ids["Gletscher"]}
@@ -134,7 +135,9 @@ def test_a_filter_on_another_projects_document_leaks_nothing(corpus) -> None:  #
         body = search(
             client, tenant.project.id, query="Analytical Engine algorithm", mode=mode, top_k=100
         ).json()
-        assert {i["document_id"] for i in body["items"]} <= set(ids.values()), mode
+        found = {i["document_id"] for i in body["items"]}
+        assert ids["Lovelace"] in found, mode
+        assert found <= set(ids.values()), mode
     # the other project's key cannot search this project at all
     assert search(other.client(other.read_key), tenant.project.id, query="engine").status_code == 404
     assert search(tenant.client(), tenant.project.id, query="engine").status_code == 401
