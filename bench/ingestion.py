@@ -160,12 +160,7 @@ def run() -> dict[str, Any]:
         with httpx.Client(base_url=platform.base, headers=headers, timeout=300) as client:
             project = client.post("/api/v1/projects", json={"name": "hotpotqa"}).json()["id"]
             # the demo key belongs to the demo project; issue one for the bench project through the CLI
-            env = {
-                **os.environ,
-                "VAR_DIR": str(tmp / "var"),
-                "NEO4J_URI": f"bolt://127.0.0.1:{platform.ports['neo4j']}",
-                "REDIS_URL": f"redis://127.0.0.1:{platform.ports['redis']}/0",
-            }
+            env = platform.cli_env()
             bench_key = _issue_key(project, env)
             client.headers["Authorization"] = f"Bearer {bench_key}"
 

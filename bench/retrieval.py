@@ -408,12 +408,7 @@ def run() -> dict[str, Any]:
         platform.wait_healthy()
         time.sleep(0.5)
         key = platform.value("demo API key")
-        env = {
-            **os.environ,
-            "VAR_DIR": str(tmp / "var"),
-            "NEO4J_URI": f"bolt://127.0.0.1:{platform.ports['neo4j']}",
-            "REDIS_URL": f"redis://127.0.0.1:{platform.ports['redis']}/0",
-        }
+        env = platform.cli_env()
         with httpx.Client(
             base_url=platform.base, headers={"Authorization": f"Bearer {key}"}, timeout=300
         ) as client:

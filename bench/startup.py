@@ -69,6 +69,7 @@ class PlatformRun:
             WEB_PORT=str(self.ports["web"]),
             **extra_env,
         )
+        self.var_dir = var_dir
         self.base = f"http://127.0.0.1:{self.ports['web']}"
         self.lines: list[tuple[float, str]] = []
         self.t0 = time.monotonic()
@@ -100,6 +101,15 @@ class PlatformRun:
             if match:
                 return match.group(1)
         raise RuntimeError(f"{label} not printed")
+
+    def cli_env(self) -> dict[str, str]:
+        """Environment for manage.py commands against this running platform."""
+        return {
+            **os.environ,
+            "VAR_DIR": str(self.var_dir),
+            "NEO4J_URI": f"bolt://127.0.0.1:{self.ports['neo4j']}",
+            "REDIS_URL": f"redis://127.0.0.1:{self.ports['redis']}/0",
+        }
 
     def wait_healthy(self, timeout: float = 300) -> float:
         deadline = time.monotonic() + timeout

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_base import ProjectApi
-from core.metadata import KEY_RULE, MAX_KEYS, is_valid_key
+from core.metadata import metadata_errors
 from retrieval import services
 from retrieval.dto import MODES, SearchFilters
 
@@ -40,15 +40,9 @@ class FiltersSerializer(StrictSerializer):
         return value
 
     def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
-        if len(value) > MAX_KEYS:
-            raise serializers.ValidationError(f"at most {MAX_KEYS} keys")
-        for key, item in value.items():
-            if not is_valid_key(key):
-                raise serializers.ValidationError(f"invalid key {key[:80]!r}: {KEY_RULE}")
-            if item is not None and not isinstance(item, str | int | float | bool):
-                raise serializers.ValidationError(
-                    f"value of {key!r} must be a string, number, boolean or null"
-                )
+        errors = metadata_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
         return value
 
 

@@ -13,7 +13,7 @@ def reciprocal_rank(rankings: Sequence[Sequence[Candidate]], *, k: int = 60) -> 
     for ranking in rankings:
         for rank, cand in enumerate(ranking, start=1):
             fused[cand.chunk_id] = fused.get(cand.chunk_id, 0.0) + 1.0 / (k + rank)
-    return _sorted(fused)
+    return ordered(fused)
 
 
 def linear(
@@ -38,14 +38,10 @@ def linear(
         for cand in ranking:
             part = (cand.score - low) / span if span > 0 else 1.0
             fused[cand.chunk_id] = fused.get(cand.chunk_id, 0.0) + weight * part
-    return _sorted(fused)
+    return ordered(fused)
 
 
 def ordered(scores: dict[str, float]) -> list[Candidate]:
     """Candidates by score, best first; equal scores keep the dict's order."""
-    return _sorted(scores)
-
-
-def _sorted(scores: dict[str, float]) -> list[Candidate]:
     # dicts keep insertion order and sorted() is stable: equal scores stay in first-seen order
     return [Candidate(chunk_id=cid, score=s) for cid, s in sorted(scores.items(), key=lambda kv: -kv[1])]

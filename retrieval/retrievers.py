@@ -247,7 +247,7 @@ class HybridGraphRetriever(Retriever):
         kept = ranked[: settings.RETRIEVAL_GRAPH_KEEP]
         strongest = max(links.values(), default=0.0) or 1.0
         weight = settings.RETRIEVAL_GRAPH_WEIGHT
-        rest = {cid: score for cid, score in hybrid.items()}
+        rest = dict(hybrid)
         for cid, link in links.items():
             rest[cid] = rest.get(cid, 0.0) + weight * link / strongest
         for cand in kept:
