@@ -291,6 +291,29 @@ RETRIEVAL_GRAPH_MAX_RELATED = 10  # related entities followed per entity
 # co-occurrence relations added noise: recall@5 83.5 at 0, 82.5 at 0.5)
 RETRIEVAL_GRAPH_RELATED_WEIGHT = 0.0
 
+# --- Memory ------------------------------------------------------------------------------------------
+# Roles stored from a batch; other roles are skipped and reported back
+MEMORY_ROLES = env.list("MEMORY_ROLES", default=["user", "assistant"])
+MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413
+MEMORY_MAX_MESSAGE_CHARS = env.int("MEMORY_MAX_MESSAGE_CHARS", default=32_000)  # longer text: 413
+# A conversation is summarised once this many messages (or tokens) are not covered by a summary
+MEMORY_SUMMARY_MESSAGES = env.int("MEMORY_SUMMARY_MESSAGES", default=20)
+MEMORY_SUMMARY_TOKENS = env.int("MEMORY_SUMMARY_TOKENS", default=4000)
+# Consolidation folds messages older than this into summaries (seed 003: 90 days)
+MEMORY_CONSOLIDATE_AFTER_DAYS = env.int("MEMORY_CONSOLIDATE_AFTER_DAYS", default=90)
+# Derive facts, preferences, mentions and summaries in a Celery job after every store
+MEMORY_PROCESS_ON_STORE = env.bool("MEMORY_PROCESS_ON_STORE", default=True)
+MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="celery")
+# Vector search over scopes up to this many memories is an exact scan, beyond it the index
+MEMORY_EXACT_SCAN_MAX = env.int("MEMORY_EXACT_SCAN_MAX", default=5000)
+MEMORY_DEFAULT_ACCESSIBILITY = env.str("MEMORY_DEFAULT_ACCESSIBILITY", default="private")
+# Tuning constants (not from the environment)
+MEMORY_SUMMARY_MAX_MESSAGES = 200  # messages per summary segment
+MEMORY_FORGET_BATCH = 5000  # nodes deleted per transaction by a forget
+MEMORY_SCOPE_MAX_CONVERSATIONS = 100_000  # conversations one summarise/consolidate job visits
+MEMORY_HYBRID_CANDIDATES = 30  # per retriever, as for documents
+MEMORY_MAX_QUERY_CHARS = 10_000
+
 # --- Health ------------------------------------------------------------------------------------------
 # Components that must be up for /healthz to answer 200; "llm" counts only when an LLM is configured.
 HEALTHZ_REQUIRED = env.list("HEALTHZ_REQUIRED", default=["neo4j", "redis", "celery", "llm"])

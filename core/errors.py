@@ -47,6 +47,11 @@ class Conflict(PlatformError):
     code = "conflict"
 
 
+class PayloadTooLarge(PlatformError):
+    status_code = 413
+    code = "payload_too_large"
+
+
 class DependencyUnavailable(PlatformError):
     """A service the platform depends on (neo4j, redis, celery, llm) cannot be reached."""
 

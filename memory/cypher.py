@@ -1,4 +1,460 @@
-"""Cypher of the memory app. Always parameterised."""
+"""Cypher of the memory app. Always parameterised; every query is scoped by $project_id.
 
-# Constraints and indexes this app needs beyond its neomodel classes (applied by graph_schema).
-SCHEMA: list[str] = []
+A scope's WHERE text comes from `Scope.where()` (fixed property names, values as parameters) and
+is spliced in where a query has `{scope}`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+# Constraints and indexes beyond the neomodel classes (applied by graph_schema). The memory vector
+# and fulltext indexes are created lazily, on first use (memory.indexes), as seed 001 asks.
+SCHEMA: list[str] = [
+    "CREATE CONSTRAINT conversation_key IF NOT EXISTS "
+    "FOR (c:Conversation) REQUIRE (c.project_id, c.key) IS UNIQUE",
+    "CREATE CONSTRAINT user_profile_key IF NOT EXISTS "
+    "FOR (p:UserProfile) REQUIRE (p.project_id, p.key) IS UNIQUE",
+]
+
+VECTOR_INDEX = "memory_embeddings"
+FULLTEXT_INDEX = "memory_fulltext"
+LEVEL_FULLTEXT_INDEX = "memory_level_fulltext"
+LABELS = {"summary": "ConversationSummary", "fact": "Fact", "preference": "Preference"}
+
+
+def index_statements() -> list[str]:
+    dims = int(settings.EMBEDDINGS_DIMENSIONS)
+    return [
+        f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (m:Memory) ON (m.embedding) "
+        f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}",
+        f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (m:Memory) ON EACH [m.text, m.scope_tokens]",
+        f"CREATE FULLTEXT INDEX {LEVEL_FULLTEXT_INDEX} IF NOT EXISTS "
+        "FOR (n:ConversationSummary|Fact|Preference) ON EACH [n.text, n.scope_tokens]",
+        *(
+            f"CREATE INDEX memory_{key} IF NOT EXISTS FOR (m:Memory) ON (m.{key})"
+            for key in ("user_id", "thread_id", "agent_id", "application_id")
+        ),
+    ]
+
+
+# --- store -----------------------------------------------------------------------------------------
+
+# One conversation per scope. Setting `_lock` first makes concurrent stores to one conversation
+# queue up, so `seq` and the NEXT chain stay in order; what is read after the lock is current.
+STORE = """
+MERGE (c:Conversation {project_id: $project_id, key: $conversation_key})
+  ON CREATE SET c.id = $conversation_id, c.application_id = $application_id, c.agent_id = $agent_id,
+                c.user_id = $user_id, c.thread_id = $thread_id, c.scope_tokens = $scope_tokens,
+                c.started_at = $rows[0].timestamp, c.message_count = 0, c.last_seq = 0,
+                c.summarized_seq = 0, c.pending_tokens = 0, c.consolidated_count = 0,
+                c.accessibility = $accessibility, c.anonymize = false
+SET c._lock = true
+WITH c, c.last_seq AS base, c.last_memory_id AS previous
+UNWIND range(0, size($rows) - 1) AS i
+WITH c, base, previous, i, $rows[i] AS row
+CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row.role,
+                  timestamp: row.timestamp, message_id: row.message_id, author_name: row.author_name,
+                  application_id: $application_id, agent_id: $agent_id, user_id: $user_id,
+                  thread_id: $thread_id, scope_tokens: $scope_tokens, conversation_id: c.id,
+                  seq: base + i + 1, token_count: row.token_count, processed: false})
+SET m.embedding = row.embedding
+CREATE (m)-[:PART_OF]->(c)
+WITH c, base, previous, collect(m) AS ms
+CALL (previous, ms) {
+  OPTIONAL MATCH (p:Memory {id: previous})
+  WHERE p.project_id = $project_id
+  FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | FOREACH (h IN ms[0..1] | CREATE (p)-[:NEXT]->(h)))
+}
+FOREACH (i IN range(0, size(ms) - 2) |
+  FOREACH (a IN [ms[i]] | FOREACH (b IN [ms[i + 1]] | CREATE (a)-[:NEXT]->(b))))
+SET c.last_seq = base + size(ms), c.last_memory_id = last(ms).id,
+    c.message_count = coalesce(c.message_count, 0) + size(ms), c.ended_at = last(ms).timestamp,
+    c.pending_tokens = coalesce(c.pending_tokens, 0) + reduce(t = 0, m IN ms | t + m.token_count)
+REMOVE c._lock
+RETURN c.id AS conversation_id, [m IN ms | {id: m.id, seq: m.seq}] AS stored,
+       c.last_seq - coalesce(c.summarized_seq, 0) AS pending_messages, c.pending_tokens AS pending_tokens
+"""
+
+# --- search ----------------------------------------------------------------------------------------
+
+SCOPE_SIZE = """
+MATCH (m:Memory {{project_id: $project_id}})
+WHERE {scope}
+RETURN count(m) AS size
+"""
+
+VECTOR_EXACT = """
+MATCH (m:Memory {{project_id: $project_id}})
+WHERE {scope} AND m.embedding IS NOT NULL
+WITH m, vector.similarity.cosine(m.embedding, $vector) AS score
+ORDER BY score DESC, m.id
+LIMIT $limit
+RETURN m.id AS id, score
+"""
+
+VECTOR_INDEX_QUERY = """
+CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node AS m
+WITH m
+WHERE m.project_id = $project_id AND {scope}
+WITH m, vector.similarity.cosine(m.embedding, $vector) AS score
+RETURN m.id AS id, score
+ORDER BY score DESC, id
+LIMIT $limit
+"""
+
+FULLTEXT = """
+CALL db.index.fulltext.queryNodes($index, $lucene, {{limit: $fetch}}) YIELD node AS m, score
+WITH m, score
+WHERE m.project_id = $project_id AND {scope} {extra}
+RETURN m.id AS id, score
+ORDER BY score DESC, id
+LIMIT $limit
+"""
+
+RECENT = """
+MATCH (m:Memory {{project_id: $project_id}})
+WHERE {scope}
+RETURN m.id AS id, m.timestamp AS timestamp
+ORDER BY m.timestamp DESC, m.seq DESC, m.id
+LIMIT $limit
+"""
+
+MEMORIES_HYDRATE = """
+UNWIND $ids AS wanted
+MATCH (m:Memory {id: wanted})
+WHERE m.project_id = $project_id
+RETURN m {.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
+          .author_name, .conversation_id, .seq} AS memory
+"""
+
+# Summaries, facts and preferences of a scope, scored exactly against the query vector.
+LEVEL_VECTOR = """
+MATCH (n:{label} {{project_id: $project_id}})
+WHERE {scope} AND n.embedding IS NOT NULL {extra}
+WITH n, vector.similarity.cosine(n.embedding, $vector) AS score
+ORDER BY score DESC, n.id
+LIMIT $limit
+RETURN n.id AS id, score
+"""
+
+LEVEL_RECENT = """
+MATCH (n:{label} {{project_id: $project_id}})
+WHERE {scope} {extra}
+RETURN n.id AS id, 0.0 AS score
+ORDER BY coalesce(n.created_at, n.valid_from) DESC, n.id
+LIMIT $limit
+"""
+
+SUMMARIES_OF_CONVERSATIONS = """
+MATCH (s:ConversationSummary)-[:SUMMARIZES]->(c:Conversation)
+WHERE c.id IN $conversation_ids AND s.project_id = $project_id
+RETURN s.id AS id
+ORDER BY s.last_seq DESC
+"""
+
+LEVEL_HYDRATE = """
+UNWIND $ids AS wanted
+MATCH (n {id: wanted})
+WHERE n.project_id = $project_id AND (n:ConversationSummary OR n:Fact OR n:Preference)
+RETURN n {.id, .text, .application_id, .agent_id, .user_id, .thread_id, .conversation_id, .created_at,
+          .first_seq, .last_seq, .mode, .subject, .predicate, .object, .category, .value, .sentiment,
+          .valid_from, .valid_until, .superseded_by, .confidence, .source_message_ids} AS node,
+       labels(n) AS labels
+"""
+
+# --- list / get / delete ---------------------------------------------------------------------------
+
+LIST = """
+MATCH (m:Memory {{project_id: $project_id}})
+WHERE {scope} AND ($after_ts IS NULL OR m.timestamp < $after_ts
+                   OR (m.timestamp = $after_ts AND m.id > $after_id))
+RETURN m {{.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
+          .author_name, .conversation_id, .seq}} AS memory
+ORDER BY m.timestamp DESC, m.id
+LIMIT $limit
+"""
+
+GET = """
+MATCH (m:Memory {id: $id})
+WHERE m.project_id = $project_id
+OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
+OPTIONAL MATCH (m)-[:MENTIONS]->(e:Entity)
+RETURN m {.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
+          .author_name, .conversation_id, .seq} AS memory,
+       collect(DISTINCT d.id) AS derived_ids, collect(DISTINCT e.name) AS entities
+"""
+
+# Deleting one memory: facts and preferences drawn from it alone go with it, others lose it as a
+# source; summaries whose span covers it go (they hold its words) and the span is summarised again
+# later; the NEXT chain closes over the gap.
+DELETE_ONE = """
+MATCH (m:Memory {id: $id})
+WHERE m.project_id = $project_id
+MATCH (m)-[:PART_OF]->(c:Conversation)
+SET c._lock = true
+WITH m, c
+OPTIONAL MATCH (prev:Memory)-[:NEXT]->(m)
+OPTIONAL MATCH (m)-[:NEXT]->(next:Memory)
+FOREACH (_ IN CASE WHEN prev IS NULL OR next IS NULL THEN [] ELSE [1] END | CREATE (prev)-[:NEXT]->(next))
+WITH m, c, prev
+CALL (m) {
+  OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
+  WITH d WHERE d IS NOT NULL
+  SET d.source_message_ids = [x IN coalesce(d.source_message_ids, []) WHERE x <> m.id]
+  WITH d, COUNT { (d)-[:EXTRACTED_FROM]->(other) WHERE other <> m } AS others
+  WITH d WHERE others = 0
+  DETACH DELETE d
+  RETURN count(*) AS derived
+}
+CALL (m, c) {
+  OPTIONAL MATCH (s:ConversationSummary)-[:SUMMARIZES]->(c)
+  WHERE s.first_seq <= m.seq AND m.seq <= s.last_seq
+  WITH s WHERE s IS NOT NULL
+  OPTIONAL MATCH (d2)-[:EXTRACTED_FROM]->(s)
+  DETACH DELETE d2
+  WITH DISTINCT s
+  WITH s, s.first_seq AS first
+  DETACH DELETE s
+  RETURN min(first) AS reopened, count(*) AS summaries
+}
+SET c.message_count = c.message_count - 1,
+    c.summarized_seq = CASE WHEN reopened IS NULL THEN c.summarized_seq
+                            WHEN c.summarized_seq < reopened - 1 THEN c.summarized_seq
+                            ELSE reopened - 1 END,
+    c.last_memory_id = CASE WHEN c.last_memory_id = m.id THEN prev.id ELSE c.last_memory_id END
+REMOVE c._lock
+DETACH DELETE m
+RETURN derived, summaries
+"""
+
+# --- forget -------------------------------------------------------------------------------------------
+
+# One batch of a forget: the scope's memories and whatever was drawn from them (facts and
+# preferences whose other sources lie outside the scope included: their text may hold the
+# forgotten words). Relationships (PART_OF, NEXT, MENTIONS, EXTRACTED_FROM) go with DETACH.
+FORGET_BATCH = """
+MATCH (n:{label} {{project_id: $project_id}})
+WHERE {scope}
+WITH n LIMIT $batch
+OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(n)
+WITH collect(DISTINCT n) AS ns, collect(DISTINCT d) AS ds
+FOREACH (d IN ds | DETACH DELETE d)
+FOREACH (n IN ns | DETACH DELETE n)
+RETURN size(ns) AS deleted, size(ds) AS derived
+"""
+
+# Last step: the scope's conversations, locked first so a store running now either finished
+# (and its messages are deleted here) or starts after (and makes a new conversation).
+FORGET_CONVERSATIONS = """
+MATCH (c:Conversation {{project_id: $project_id}})
+WHERE {scope}
+SET c._lock = true
+WITH c
+OPTIONAL MATCH (x)-[:PART_OF|SUMMARIZES]->(c)
+OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(x)
+WITH c, collect(DISTINCT x) AS xs, collect(DISTINCT d) AS ds
+FOREACH (d IN ds | DETACH DELETE d)
+FOREACH (x IN xs | DETACH DELETE x)
+DETACH DELETE c
+RETURN count(c) AS deleted, sum(size(xs)) AS stragglers
+"""
+
+FORGET_PROFILES = """
+MATCH (p:UserProfile {project_id: $project_id})
+WHERE ($user_id IS NOT NULL AND p.user_id = $user_id
+       AND ($application_id IS NULL OR p.application_id = $application_id))
+   OR NOT (p)-[:HAS_PREFERENCE]->()
+DETACH DELETE p
+RETURN count(*) AS deleted
+"""
+
+# --- summaries --------------------------------------------------------------------------------------
+
+CONVERSATIONS_IN_SCOPE = """
+MATCH (c:Conversation {{project_id: $project_id}})
+WHERE {scope}
+RETURN c.id AS id
+ORDER BY c.ended_at DESC
+LIMIT $limit
+"""
+
+PENDING_MESSAGES = """
+MATCH (c:Conversation {id: $conversation_id})
+WHERE c.project_id = $project_id
+MATCH (m:Memory)-[:PART_OF]->(c)
+WHERE m.seq > coalesce(c.summarized_seq, 0)
+WITH c, m ORDER BY m.seq
+WITH c, collect(m {.id, .seq, .role, .text, .timestamp, .token_count})[..$limit] AS messages
+RETURN c.summarized_seq AS summarized_seq, messages
+"""
+
+# Written only if nobody summarised the span meanwhile and none of its messages was forgotten.
+SUMMARY_WRITE = """
+MATCH (c:Conversation {id: $conversation_id})
+WHERE c.project_id = $project_id
+SET c._lock = true
+WITH c
+WHERE coalesce(c.summarized_seq, 0) = $summarized_seq
+  AND COUNT { MATCH (m:Memory)-[:PART_OF]->(c) WHERE m.id IN $memory_ids } = size($memory_ids)
+CREATE (s:ConversationSummary {id: $id, project_id: $project_id, conversation_id: c.id, text: $text,
+        first_seq: $first_seq, last_seq: $last_seq, message_count: size($memory_ids), mode: $mode,
+        created_at: $created_at, application_id: c.application_id, agent_id: c.agent_id,
+        user_id: c.user_id, thread_id: c.thread_id, scope_tokens: c.scope_tokens, consolidated: false})
+SET s.embedding = $embedding
+CREATE (s)-[:SUMMARIZES]->(c)
+SET c.summarized_seq = $last_seq, c.summary = $text,
+    c.pending_tokens = CASE WHEN c.last_seq = $last_seq THEN 0
+                            ELSE coalesce(c.pending_tokens, 0) - $tokens END
+REMOVE c._lock
+RETURN s.id AS id
+"""
+
+# --- facts, preferences, profiles, mentions ------------------------------------------------------------
+
+SOURCES_ALIVE = """
+MATCH (src) WHERE src.id IN $ids AND src.project_id = $project_id AND (src:Memory OR src:ConversationSummary)
+RETURN collect(src.id) AS ids
+"""
+
+DERIVED_CURRENT = """
+MATCH (n:{label} {{key: $key}})
+WHERE n.project_id = $project_id AND n.valid_until IS NULL
+RETURN n.id AS id, n.value_norm AS value_norm, n.valid_from AS valid_from
+"""
+
+DERIVED_ADD_SOURCES = """
+MATCH (n:{label} {{id: $id}}) WHERE n.project_id = $project_id
+MATCH (src) WHERE src.id IN $sources AND src.project_id = $project_id
+MERGE (n)-[:EXTRACTED_FROM]->(src)
+WITH n, collect(src.id) AS added
+SET n.source_message_ids = coalesce(n.source_message_ids, []) +
+    [x IN added WHERE NOT x IN coalesce(n.source_message_ids, [])]
+RETURN n.id AS id
+"""
+
+DERIVED_CREATE = """
+CREATE (n:{label})
+SET n = $props
+WITH n
+MATCH (src) WHERE src.id IN $sources AND src.project_id = $project_id
+CREATE (n)-[:EXTRACTED_FROM]->(src)
+RETURN DISTINCT n.id AS id
+"""
+
+# A newer statement with the same key supersedes the current one; history stays.
+DERIVED_SUPERSEDE = """
+MATCH (new:{label} {{id: $new_id}}), (old:{label} {{id: $old_id}})
+WHERE new.project_id = $project_id AND old.project_id = $project_id
+SET old.valid_until = new.valid_from, old.superseded_by = new.id
+CREATE (new)-[:SUPERSEDES]->(old)
+"""
+
+PROFILE_LINK = """
+MERGE (p:UserProfile {project_id: $project_id, key: $key})
+  ON CREATE SET p.id = $id, p.user_id = $user_id, p.application_id = $application_id,
+                p.scope_tokens = $scope_tokens
+SET p.updated_at = $now
+WITH p
+MATCH (pref:Preference {id: $preference_id}) WHERE pref.project_id = $project_id
+MERGE (p)-[:HAS_PREFERENCE]->(pref)
+"""
+
+HAS_ENTITIES = "MATCH (e:Entity {project_id: $project_id}) RETURN e.id AS id LIMIT 1"
+
+# Entity keys are "<normalised name>|<TYPE>": a message mentions an entity when one of its word
+# spans is the entity's normalised name (an index seek on the (project_id, key) constraint).
+MENTIONS_LINK = """
+UNWIND $links AS link
+MATCH (m:Memory {id: link.memory_id}) WHERE m.project_id = $project_id
+UNWIND link.grams AS gram
+MATCH (e:Entity {project_id: $project_id}) WHERE e.key STARTS WITH gram + '|'
+MERGE (m)-[:MENTIONS]->(e)
+RETURN count(*) AS links
+"""
+
+MARK_PROCESSED = """
+UNWIND $ids AS wanted
+MATCH (m:Memory {id: wanted}) WHERE m.project_id = $project_id
+SET m.processed = true
+"""
+
+MEMORIES_BY_ID = """
+UNWIND $ids AS wanted
+MATCH (m:Memory {id: wanted}) WHERE m.project_id = $project_id
+RETURN m.id AS id, m.role AS role, m.text AS text, m.timestamp AS timestamp,
+       m.conversation_id AS conversation_id, m.seq AS seq
+ORDER BY m.conversation_id, m.seq
+"""
+
+CONVERSATION_GET = """
+MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id
+RETURN c {.id, .key, .application_id, .agent_id, .user_id, .thread_id, .scope_tokens, .last_seq,
+          .summarized_seq, .pending_tokens, .message_count} AS conversation
+"""
+
+# --- consolidation -------------------------------------------------------------------------------------
+
+CONSOLIDATE_CANDIDATES = """
+MATCH (m:Memory {{project_id: $project_id}})
+WHERE m.timestamp < $cutoff AND {scope}
+RETURN m.conversation_id AS conversation_id, count(m) AS old
+ORDER BY conversation_id
+LIMIT $limit
+"""
+
+OLD_MESSAGES = """
+MATCH (m:Memory {conversation_id: $conversation_id})
+WHERE m.project_id = $project_id AND m.timestamp < $cutoff
+RETURN m.id AS id, m.seq AS seq, m.role AS role, m.text AS text, m.timestamp AS timestamp,
+       m.token_count AS token_count, m.processed AS processed
+ORDER BY m.seq
+LIMIT $limit
+"""
+
+# Fold old messages into one consolidated summary: what was drawn from them (facts, preferences,
+# entity mentions) is re-attached to the summary, then the messages go.
+CONSOLIDATE_WRITE = """
+MATCH (c:Conversation {id: $conversation_id})
+WHERE c.project_id = $project_id
+SET c._lock = true
+WITH c
+MATCH (m:Memory)-[:PART_OF]->(c) WHERE m.id IN $memory_ids
+WITH c, collect(m) AS ms
+WHERE size(ms) = size($memory_ids)
+CREATE (s:ConversationSummary {id: $id, project_id: $project_id, conversation_id: c.id, text: $text,
+        first_seq: $first_seq, last_seq: $last_seq, message_count: size(ms), mode: $mode,
+        created_at: $created_at, application_id: c.application_id, agent_id: c.agent_id,
+        user_id: c.user_id, thread_id: c.thread_id, scope_tokens: c.scope_tokens, consolidated: true,
+        covers_from: $covers_from, covers_to: $covers_to})
+SET s.embedding = $embedding
+CREATE (s)-[:SUMMARIZES]->(c)
+WITH c, ms, s
+CALL (ms, s) {
+  UNWIND ms AS m
+  MATCH (d)-[:EXTRACTED_FROM]->(m)
+  MERGE (d)-[:EXTRACTED_FROM]->(s)
+  RETURN count(DISTINCT d) AS kept
+}
+CALL (ms, s) {
+  UNWIND ms AS m
+  MATCH (m)-[:MENTIONS]->(e:Entity)
+  MERGE (s)-[:MENTIONS]->(e)
+  RETURN count(DISTINCT e) AS entities
+}
+CALL (c, s) {
+  MATCH (old:ConversationSummary)-[:SUMMARIZES]->(c)
+  WHERE old <> s AND old.first_seq >= $first_seq AND old.last_seq <= $last_seq
+  DETACH DELETE old
+  RETURN count(*) AS replaced
+}
+WITH c, ms, s, kept, entities, replaced, [m IN ms | m.id] AS ids
+FOREACH (m IN ms | DETACH DELETE m)
+SET c.message_count = c.message_count - size(ids),
+    c.consolidated_count = coalesce(c.consolidated_count, 0) + size(ids),
+    c.summarized_seq = CASE WHEN coalesce(c.summarized_seq, 0) < $last_seq THEN $last_seq
+                            ELSE c.summarized_seq END,
+    c.last_memory_id = CASE WHEN c.last_memory_id IN ids THEN null ELSE c.last_memory_id END
+REMOVE c._lock
+RETURN s.id AS id, size(ids) AS folded, kept, entities, replaced
+"""

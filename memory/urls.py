@@ -1,3 +1,29 @@
 """Routes of the memory app (mounted under /api/v1/)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from memory.apis import (
+    MemoryConsolidateApi,
+    MemoryDetailApi,
+    MemoryForgetApi,
+    MemorySearchApi,
+    MemoryStoreApi,
+    MemorySummarizeApi,
+)
+
+urlpatterns = [
+    path("projects/<str:project_id>/memories", MemoryStoreApi.as_view(), name="memory-store"),
+    path("projects/<str:project_id>/memories/search", MemorySearchApi.as_view(), name="memory-search"),
+    path("projects/<str:project_id>/memories:forget", MemoryForgetApi.as_view(), name="memory-forget"),
+    path(
+        "projects/<str:project_id>/memories:summarize", MemorySummarizeApi.as_view(), name="memory-summarize"
+    ),
+    path(
+        "projects/<str:project_id>/memories:consolidate",
+        MemoryConsolidateApi.as_view(),
+        name="memory-consolidate",
+    ),
+    path(
+        "projects/<str:project_id>/memories/<str:memory_id>", MemoryDetailApi.as_view(), name="memory-detail"
+    ),
+]

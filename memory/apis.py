@@ -1,0 +1,222 @@
+"""HTTP API of the memory app (DESIGN.md section 5)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api_base import ProjectApi
+from core.errors import InvalidInput
+from memory import selectors, services
+from memory.dto import DEPTHS, SEARCH_MODES, MessageInput
+from memory.scope import MAX_SCOPE_VALUE_CHARS, SCOPE_KEYS, Scope, validate_value
+from retrieval.apis import StrictSerializer
+
+
+def _requested_by(request: Request) -> str:
+    key = getattr(request, "auth", None)
+    prefix = getattr(key, "prefix", None)
+    if prefix:
+        return f"api_key:kp_{prefix}"
+    user = getattr(request, "user", None)
+    return f"user:{getattr(user, 'username', '')}" if user is not None else ""
+
+
+class ScopeSerializer(StrictSerializer):
+    application_id = serializers.CharField(
+        max_length=MAX_SCOPE_VALUE_CHARS, required=False, allow_null=True, trim_whitespace=False
+    )
+    agent_id = serializers.CharField(
+        max_length=MAX_SCOPE_VALUE_CHARS, required=False, allow_null=True, trim_whitespace=False
+    )
+    user_id = serializers.CharField(
+        max_length=MAX_SCOPE_VALUE_CHARS, required=False, allow_null=True, trim_whitespace=False
+    )
+    thread_id = serializers.CharField(
+        max_length=MAX_SCOPE_VALUE_CHARS, required=False, allow_null=True, trim_whitespace=False
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        for key, value in attrs.items():
+            try:
+                validate_value(key, value)
+            except InvalidInput as exc:
+                raise serializers.ValidationError({key: [exc.message]}) from exc
+        return attrs
+
+
+def _scope(data: dict[str, Any] | None) -> Scope:
+    data = data or {}
+    return Scope(**{k: data.get(k) for k in SCOPE_KEYS}).require()
+
+
+class MessageSerializer(StrictSerializer):
+    role = serializers.CharField(max_length=32)
+    # length is checked by the service, which answers 413 rather than 400 for an oversized text
+    text = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    message_id = serializers.CharField(max_length=256, required=False, allow_null=True)
+    author_name = serializers.CharField(max_length=256, required=False, allow_null=True)
+    timestamp = serializers.CharField(max_length=64, required=False, allow_null=True)
+    embedding = serializers.ListField(
+        child=serializers.FloatField(), required=False, allow_null=True, max_length=8192
+    )
+
+
+class StoreInputSerializer(StrictSerializer):
+    messages = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+    scope = serializers.DictField()
+
+
+class StoreOutputSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField(allow_null=True)
+    stored = serializers.ListField(child=serializers.DictField())
+    skipped = serializers.ListField(child=serializers.DictField())
+    job_id = serializers.CharField(allow_null=True)
+
+
+def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class MemoryStoreApi(ProjectApi):
+    """POST /projects/{pid}/memories — store a batch; GET — list a scope's memories, newest first."""
+
+    required_scope = None
+
+    @extend_schema(request=StoreInputSerializer, responses={201: StoreOutputSerializer})
+    def post(self, request: Request, project_id: str) -> Response:
+        data = _valid(StoreInputSerializer, request.data)
+        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        raw = data["messages"]
+        services.memories_batch_check(count=len(raw))  # 413 before validating each message
+        messages = []
+        for position, item in enumerate(raw):
+            serializer = MessageSerializer(data=item)
+            if not serializer.is_valid():
+                raise serializers.ValidationError({f"messages[{position}]": serializer.errors})
+            messages.append(MessageInput(**serializer.validated_data))
+        result = services.memories_store(project_id=project_id, scope=scope, messages=messages)
+        return Response(StoreOutputSerializer(asdict(result)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[OpenApiParameter(k, str, required=False) for k in (*SCOPE_KEYS, "cursor")]
+        + [OpenApiParameter("limit", int, required=False)]
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        params = request.query_params
+        unknown = sorted(set(params) - {*SCOPE_KEYS, "cursor", "limit"})
+        if unknown:
+            raise InvalidInput(f"unknown query parameter(s): {', '.join(unknown[:10])}")
+        scope = _scope(_valid(ScopeSerializer, {k: params[k] for k in SCOPE_KEYS if k in params}))
+        try:
+            limit = int(params.get("limit", 50))
+        except ValueError as exc:
+            raise InvalidInput("limit must be an integer", details={"field": "limit"}) from exc
+        if not 1 <= limit <= 200:
+            raise InvalidInput("limit must be between 1 and 200", details={"field": "limit"})
+        items, next_cursor = selectors.memories_list(
+            project_id=project_id, scope=scope, limit=limit, cursor=params.get("cursor") or None
+        )
+        return Response({"items": items, "next_cursor": next_cursor})
+
+
+class SearchInputSerializer(StrictSerializer):
+    query = serializers.CharField(allow_blank=True, trim_whitespace=False, default="")
+    scope = serializers.DictField()
+    top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True)
+    depth = serializers.ChoiceField(choices=DEPTHS, default="messages")
+
+    def validate_query(self, value: str) -> str:
+        if len(value) > settings.MEMORY_MAX_QUERY_CHARS:
+            raise serializers.ValidationError(f"at most {settings.MEMORY_MAX_QUERY_CHARS} characters")
+        if "\x00" in value:
+            raise serializers.ValidationError("contains NUL bytes")
+        return value
+
+
+class MemorySearchApi(ProjectApi):
+    required_scope = "read"
+
+    @extend_schema(request=SearchInputSerializer)
+    def post(self, request: Request, project_id: str) -> Response:
+        data = _valid(SearchInputSerializer, request.data)
+        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        result = selectors.memories_search(
+            project_id=project_id,
+            scope=scope,
+            query=data["query"],
+            top_k=data["top_k"],
+            mode=data.get("mode"),
+            depth=data["depth"],
+        )
+        return Response(asdict(result))
+
+
+class MemoryDetailApi(ProjectApi):
+    required_scope = None
+
+    def get(self, request: Request, project_id: str, memory_id: str) -> Response:
+        return Response(selectors.memory_get(project_id=project_id, memory_id=memory_id))
+
+    def delete(self, request: Request, project_id: str, memory_id: str) -> Response:
+        erased = services.memory_delete(
+            project_id=project_id, memory_id=memory_id, requested_by=_requested_by(request)
+        )
+        return Response({"deleted": memory_id, "erased": erased})
+
+
+class ScopeOnlySerializer(StrictSerializer):
+    scope = serializers.DictField()
+
+
+class MemoryForgetApi(ProjectApi):
+    required_scope = "write"
+
+    @extend_schema(request=ScopeOnlySerializer)
+    def post(self, request: Request, project_id: str) -> Response:
+        data = _valid(ScopeOnlySerializer, request.data)
+        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        result = services.memories_forget(
+            project_id=project_id, scope=scope, requested_by=_requested_by(request)
+        )
+        return Response(asdict(result))
+
+
+class MemorySummarizeApi(ProjectApi):
+    required_scope = "write"
+
+    @extend_schema(request=ScopeOnlySerializer)
+    def post(self, request: Request, project_id: str) -> Response:
+        data = _valid(ScopeOnlySerializer, request.data)
+        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        job_id = services.memories_summarize(project_id=project_id, scope=scope)
+        return Response({"job_id": job_id}, status=status.HTTP_202_ACCEPTED)
+
+
+class ConsolidateInputSerializer(StrictSerializer):
+    scope = serializers.DictField()
+    older_than_days = serializers.IntegerField(min_value=0, max_value=36_500, required=False)
+
+
+class MemoryConsolidateApi(ProjectApi):
+    required_scope = "write"
+
+    @extend_schema(request=ConsolidateInputSerializer)
+    def post(self, request: Request, project_id: str) -> Response:
+        data = _valid(ConsolidateInputSerializer, request.data)
+        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        job_id = services.memories_consolidate_queue(
+            project_id=project_id,
+            scope=scope,
+            older_than_days=data.get("older_than_days", settings.MEMORY_CONSOLIDATE_AFTER_DAYS),
+        )
+        return Response({"job_id": job_id}, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,57 @@
+"""Typed values of the memory app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SEARCH_MODES = ("vector", "fulltext", "hybrid", "recency")
+DEPTHS = ("messages", "summaries", "facts")
+LEVELS = ("message", "summary", "fact", "preference", "profile")
+
+
+@dataclass(frozen=True)
+class MessageInput:
+    role: str
+    text: str
+    message_id: str | None = None
+    author_name: str | None = None
+    timestamp: str | None = None  # ISO-8601; now when not given
+    embedding: list[float] | None = None  # client-supplied; computed when not given
+
+
+@dataclass
+class StoreResult:
+    conversation_id: str | None
+    stored: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    job_id: str | None
+
+
+@dataclass
+class MemoryItem:
+    id: str
+    level: str
+    text: str
+    score: float
+    timestamp: str | None
+    scope: dict[str, str | None]
+    role: str | None = None
+    conversation_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class MemorySearchResult:
+    items: list[MemoryItem]
+    mode: str
+    depth: str
+    took_ms: float
+    timings_ms: dict[str, float]
+
+
+@dataclass
+class ForgetResult:
+    erased: dict[str, int]
+    audit_id: int
+    took_ms: float

@@ -1,0 +1,415 @@
+"""Reads of the memory app: search across the hierarchy, list, get.
+
+Search modes (seed 000's rules): `vector` (cosine to the query embedding), `fulltext` (BM25),
+`hybrid` (both, min-max linear fusion as for documents), `recency` (newest first; the mode when the
+query is blank). Vector search is tenant-correct as for chunks: scopes up to MEMORY_EXACT_SCAN_MAX
+memories are scanned exactly, larger ones go through the shared index, over-fetched by the
+database-to-scope ratio and re-checked, falling back to the exact scan when too few survive.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import time
+from typing import Any
+
+from django.conf import settings
+from neo4j.exceptions import ClientError
+
+from core import graph
+from core.embeddings import get_embedder
+from core.errors import InvalidInput, NotFound
+from memory import cypher
+from memory.dto import MemoryItem, MemorySearchResult
+from memory.indexes import ensure_memory_indexes
+from memory.scope import SCOPE_KEYS, Scope, lucene_filter
+from retrieval import fusion, lucene
+from retrieval.dto import Candidate
+
+Hits = list[Candidate]
+
+
+class _Search:
+    """One search: the query, its vector (computed once, when needed) and per-stage timings."""
+
+    def __init__(self, *, project_id: str, scope: Scope, query: str) -> None:
+        self.project_id = project_id
+        self.scope = scope
+        self.query = query
+        self.timings_ms: dict[str, float] = {}
+        self._vector: list[float] | None = None
+
+    def vector(self) -> list[float]:
+        if self._vector is None:
+            started = time.perf_counter()
+            self._vector = get_embedder().embed_one(self.query)
+            self.timings_ms["embedding"] = (time.perf_counter() - started) * 1000
+        return self._vector
+
+    def _timed(self, name: str, query: str, **params: Any) -> list[dict[str, Any]]:
+        started = time.perf_counter()
+        rows = graph.read(query, project_id=self.project_id, **params)
+        self.timings_ms[name] = self.timings_ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
+        return rows
+
+    # --- messages ---
+
+    def vector_memories(self, limit: int) -> Hits:
+        where = self.scope.where("m")
+        size = self._timed("scope_size", cypher.SCOPE_SIZE.format(scope=where), **self.scope.params())[0][
+            "size"
+        ]
+        if size == 0:
+            return []
+        vector = self.vector()
+        if size > settings.MEMORY_EXACT_SCAN_MAX:
+            total = graph.read("MATCH (m:Memory) RETURN count(m) AS n")[0]["n"]
+            fetch = min(
+                settings.RETRIEVAL_MAX_INDEX_CANDIDATES,
+                max(limit, math.ceil(limit * max(total, size) / size * settings.RETRIEVAL_OVERFETCH)),
+            )
+            query = cypher.VECTOR_INDEX_QUERY.format(scope=where)
+            while True:
+                try:
+                    rows = self._timed(
+                        "vector",
+                        query,
+                        index=cypher.VECTOR_INDEX,
+                        fetch=fetch,
+                        vector=vector,
+                        limit=limit,
+                        **self.scope.params(),
+                    )
+                except ClientError:
+                    break
+                if len(rows) >= min(limit, size):
+                    return _hits(rows)
+                if fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
+                    break
+                fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, fetch * 4)
+        rows = self._timed(
+            "vector",
+            cypher.VECTOR_EXACT.format(scope=where),
+            vector=vector,
+            limit=limit,
+            **self.scope.params(),
+        )
+        return _hits(rows)
+
+    def fulltext_memories(self, limit: int) -> Hits:
+        return self._fulltext(cypher.FULLTEXT_INDEX, self.scope, "", limit)
+
+    def _fulltext(self, index: str, scope: Scope, extra: str, limit: int, **params: Any) -> Hits:
+        terms = lucene.query_terms(self.query, max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS)
+        if not terms:
+            return []
+        text = "text:(" + " OR ".join(lucene.escape(t) for t in terms) + ")"
+        expression = f"{text} AND {lucene_filter(self.project_id, scope)}"
+        query = cypher.FULLTEXT.format(scope=scope.where("m"), extra=extra)
+        # the scope is inside the Lucene query, so the first hits are the scope's: no over-fetch
+        rows = self._timed(
+            "fulltext",
+            query,
+            index=index,
+            lucene=expression,
+            fetch=limit * 2,
+            limit=limit,
+            **scope.params(),
+            **params,
+        )
+        return _hits(rows)
+
+    def recent_memories(self, limit: int) -> Hits:
+        rows = self._timed(
+            "recency", cypher.RECENT.format(scope=self.scope.where("m")), limit=limit, **self.scope.params()
+        )
+        # newest first; a rank-based score keeps the order meaningful next to other levels
+        return [Candidate(r["id"], 1.0 / (1 + i)) for i, r in enumerate(rows)]
+
+    def memories(self, mode: str, limit: int) -> Hits:
+        if mode == "vector":
+            return self.vector_memories(limit)
+        if mode == "fulltext":
+            return self.fulltext_memories(limit)
+        if mode == "recency":
+            return self.recent_memories(limit)
+        depth = max(limit, settings.MEMORY_HYBRID_CANDIDATES)
+        return _fuse(self.vector_memories(depth), self.fulltext_memories(depth))[:limit]
+
+    # --- summaries, facts, preferences ---
+
+    def level(self, label: str, mode: str, scope: Scope, limit: int, extra: str = "", **params: Any) -> Hits:
+        """Nodes of `label` in `scope` ranked for the query; `extra` is a fixed `AND n.…` condition."""
+        where = scope.where("n")
+        if mode == "recency":
+            rows = self._timed(
+                label,
+                cypher.LEVEL_RECENT.format(label=label, scope=where, extra=extra),
+                limit=limit,
+                **scope.params(),
+                **params,
+            )
+            return [Candidate(r["id"], 1.0 / (1 + i)) for i, r in enumerate(rows)]
+        vector_hits: Hits = []
+        text_hits: Hits = []
+        if mode in ("vector", "hybrid"):
+            rows = self._timed(
+                label,
+                cypher.LEVEL_VECTOR.format(label=label, scope=where, extra=extra),
+                vector=self.vector(),
+                limit=limit if mode == "vector" else max(limit, settings.MEMORY_HYBRID_CANDIDATES),
+                **scope.params(),
+                **params,
+            )
+            vector_hits = _hits(rows)
+        if mode in ("fulltext", "hybrid"):
+            text_hits = self._fulltext(
+                cypher.LEVEL_FULLTEXT_INDEX,
+                scope,
+                f"AND m:{label} " + extra.replace("n.", "m."),
+                limit * 3,
+                **params,
+            )
+        if mode == "vector":
+            return vector_hits
+        if mode == "fulltext":
+            return text_hits[:limit]
+        return _fuse(vector_hits, text_hits)[:limit]
+
+
+def _hits(rows: list[dict[str, Any]]) -> Hits:
+    return [Candidate(str(r["id"]), float(r["score"])) for r in rows]
+
+
+def _fuse(vector_hits: Hits, text_hits: Hits) -> Hits:
+    alpha = settings.RETRIEVAL_HYBRID_ALPHA
+    return fusion.linear([vector_hits, text_hits], weights=[alpha, 1 - alpha], normalise="minmax")
+
+
+def _scope_of(row: dict[str, Any]) -> dict[str, str | None]:
+    return {key: row.get(key) for key in SCOPE_KEYS}
+
+
+def _owner_scope(scope: Scope) -> Scope:
+    """Facts, preferences and the profile belong to the user, not to a thread: when the scope names a
+    user they are looked up by application, agent and user; otherwise by the whole scope."""
+    if scope.user_id is None:
+        return scope
+    return Scope(application_id=scope.application_id, agent_id=scope.agent_id, user_id=scope.user_id)
+
+
+def _memory_items(project_id: str, hits: Hits) -> list[MemoryItem]:
+    if not hits:
+        return []
+    rows = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=[h.chunk_id for h in hits])
+    by_id = {r["memory"]["id"]: r["memory"] for r in rows}
+    items = []
+    for hit in hits:
+        row = by_id.get(hit.chunk_id)
+        if row is None:
+            continue
+        items.append(
+            MemoryItem(
+                id=row["id"],
+                level="message",
+                text=row["text"],
+                score=round(hit.score, 6),
+                timestamp=row["timestamp"],
+                scope=_scope_of(row),
+                role=row["role"],
+                conversation_id=row["conversation_id"],
+                metadata={k: row[k] for k in ("message_id", "author_name", "seq") if row.get(k) is not None},
+            )
+        )
+    return items
+
+
+_LEVEL_OF = {"ConversationSummary": "summary", "Fact": "fact", "Preference": "preference"}
+_LEVEL_METADATA = {
+    "summary": ("first_seq", "last_seq", "mode"),
+    "fact": (
+        "subject",
+        "predicate",
+        "object",
+        "confidence",
+        "valid_from",
+        "valid_until",
+        "superseded_by",
+        "mode",
+        "source_message_ids",
+    ),
+    "preference": (
+        "category",
+        "value",
+        "sentiment",
+        "valid_from",
+        "valid_until",
+        "superseded_by",
+        "mode",
+        "source_message_ids",
+    ),
+}
+
+
+def _level_items(project_id: str, hits: Hits) -> list[MemoryItem]:
+    if not hits:
+        return []
+    rows = graph.read(cypher.LEVEL_HYDRATE, project_id=project_id, ids=[h.chunk_id for h in hits])
+    by_id = {r["node"]["id"]: r for r in rows}
+    items = []
+    for hit in hits:
+        row = by_id.get(hit.chunk_id)
+        if row is None:
+            continue
+        node = row["node"]
+        level = next(_LEVEL_OF[label] for label in row["labels"] if label in _LEVEL_OF)
+        items.append(
+            MemoryItem(
+                id=node["id"],
+                level=level,
+                text=node["text"] or "",
+                score=round(hit.score, 6),
+                timestamp=node.get("created_at") or node.get("valid_from"),
+                scope=_scope_of(node),
+                conversation_id=node.get("conversation_id"),
+                metadata={k: node[k] for k in _LEVEL_METADATA[level] if node.get(k) is not None},
+            )
+        )
+    return items
+
+
+def _profile_item(facts: list[MemoryItem], preferences: list[MemoryItem], scope: Scope) -> MemoryItem | None:
+    if scope.user_id is None or not (facts or preferences):
+        return None
+    likes = sorted({p.metadata["value"] for p in preferences if p.metadata.get("sentiment") == "like"})
+    dislikes = sorted({p.metadata["value"] for p in preferences if p.metadata.get("sentiment") == "dislike"})
+    parts = []
+    if likes:
+        parts.append("likes: " + ", ".join(likes))
+    if dislikes:
+        parts.append("dislikes: " + ", ".join(dislikes))
+    for fact in facts:
+        if fact.metadata.get("subject") == "user":
+            parts.append(f"{fact.metadata.get('predicate')}: {fact.metadata.get('object')}")
+    return MemoryItem(
+        id=f"profile:{scope.user_id}",
+        level="profile",
+        text="; ".join(parts),
+        score=1.0,
+        timestamp=None,
+        scope={
+            "application_id": scope.application_id,
+            "agent_id": scope.agent_id,
+            "user_id": scope.user_id,
+            "thread_id": None,
+        },
+    )
+
+
+_CURRENT = "AND n.valid_until IS NULL"
+
+
+def memories_search(
+    *, project_id: str, scope: Scope, query: str, top_k: int, mode: str | None, depth: str
+) -> MemorySearchResult:
+    """Memories of the scope ranked for `query`; with `depth` "summaries" also the conversation
+    summaries (those of the hits' conversations first), with "facts" also the owner's current facts,
+    preferences and profile. Items are grouped by level in that order, best first within a level."""
+    scope.require()
+    started = time.perf_counter()
+    if not query.strip():
+        if mode not in (None, "recency"):
+            raise InvalidInput(
+                f"mode {mode} needs a query; leave mode out (or use recency) to list recent memories"
+            )
+        mode = "recency"
+    mode = mode or "hybrid"
+    ensure_memory_indexes()
+    search = _Search(project_id=project_id, scope=scope, query=query)
+    hits = search.memories(mode, top_k)
+    items = _memory_items(project_id, hits)
+    if depth in ("summaries", "facts"):
+        # walking up from the hits: their conversations' summaries first, ranked for the query (or
+        # newest first when the query does not reach them), then other relevant summaries
+        conversation_ids = sorted({i.conversation_id for i in items if i.conversation_id})
+        walked: Hits = []
+        if conversation_ids:
+            walked = search.level(
+                "ConversationSummary",
+                mode,
+                scope,
+                top_k,
+                "AND n.conversation_id IN $conversation_ids",
+                conversation_ids=conversation_ids,
+            )
+            seen = {h.chunk_id for h in walked}
+            rows = graph.read(
+                cypher.SUMMARIES_OF_CONVERSATIONS, project_id=project_id, conversation_ids=conversation_ids
+            )
+            walked += [Candidate(r["id"], 0.0) for r in rows if r["id"] not in seen]
+        seen = {h.chunk_id for h in walked}
+        others = [
+            h for h in search.level("ConversationSummary", mode, scope, top_k) if h.chunk_id not in seen
+        ]
+        items += _level_items(project_id, (walked + others)[:top_k])
+    if depth == "facts":
+        owner = _owner_scope(scope)
+        facts = _level_items(project_id, search.level("Fact", mode, owner, top_k, _CURRENT))
+        preferences = _level_items(project_id, search.level("Preference", mode, owner, top_k, _CURRENT))
+        items += facts + preferences
+        profile = _profile_item(facts, preferences, owner)
+        if profile is not None:
+            items.append(profile)
+    return MemorySearchResult(
+        items=items,
+        mode=mode,
+        depth=depth,
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+        timings_ms={k: round(v, 2) for k, v in search.timings_ms.items()},
+    )
+
+
+# --- list / get -------------------------------------------------------------------------------------------
+
+
+def _cursor_encode(timestamp: str, memory_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([timestamp, memory_id]).encode()).decode()
+
+
+def _cursor_decode(cursor: str) -> tuple[str, str]:
+    try:
+        timestamp, memory_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if not isinstance(timestamp, str) or not isinstance(memory_id, str):
+            raise ValueError
+        return timestamp, memory_id
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor is not one this API returned", details={"field": "cursor"}) from exc
+
+
+def memories_list(
+    *, project_id: str, scope: Scope, limit: int, cursor: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Newest first, `limit` per page; the cursor continues after the last item of a page."""
+    scope.require()
+    after_ts, after_id = _cursor_decode(cursor) if cursor else (None, None)
+    rows = graph.read(
+        cypher.LIST.format(scope=scope.where("m")),
+        project_id=project_id,
+        after_ts=after_ts,
+        after_id=after_id,
+        limit=limit + 1,
+        **scope.params(),
+    )
+    page = [r["memory"] for r in rows[:limit]]
+    next_cursor = _cursor_encode(page[-1]["timestamp"], page[-1]["id"]) if len(rows) > limit else None
+    return page, next_cursor
+
+
+def memory_get(*, project_id: str, memory_id: str) -> dict[str, Any]:
+    rows = graph.read(cypher.GET, project_id=project_id, id=memory_id)
+    if not rows:
+        raise NotFound("no such memory in this project")
+    row = rows[0]
+    return {**row["memory"], "derived_ids": row["derived_ids"], "entities": row["entities"]}

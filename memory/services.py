@@ -1,0 +1,664 @@
+"""Writes of the memory app: store, process (facts, preferences, mentions, summaries), consolidate,
+delete and forget. Reads are in memory.selectors."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from neo4j import ManagedTransaction
+
+from core import graph
+from core.embeddings import get_embedder
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.graph.schema import ensure_schema
+from core.models import Job, Project
+from core.progress import ProgressEvent, publish
+from core.services import project_embedder_check
+from knowledge.pipeline.chunking import count_tokens
+from memory import cypher, extraction
+from memory.dto import ForgetResult, MessageInput, StoreResult
+from memory.indexes import ensure_memory_indexes
+from memory.models import MemoryErasure
+from memory.scope import Scope, conversation_key, node_tokens, token
+
+logger = logging.getLogger(__name__)
+
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime(TIMESTAMP_FORMAT)
+
+
+def normalise_timestamp(value: str) -> str:
+    """Any ISO-8601 time → UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ` (sorts as text); naive means UTC."""
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InvalidInput(
+            f"timestamp {value[:40]!r} is not ISO-8601", details={"field": "timestamp"}
+        ) from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+
+
+def _prepare(project_id: str, scope: Scope) -> None:
+    scope.require()
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        raise NotFound("no such project")
+    project_embedder_check(project=project)
+    ensure_schema()
+    ensure_memory_indexes()
+
+
+def _progress(job: Job, phase: str, pct: int, summary: str, details: str = "") -> None:
+    Job.objects.filter(pk=job.pk).update(phase=phase, progress_pct=max(0, min(100, pct)))
+    publish(
+        ProgressEvent(
+            message_type="memory_progress",
+            project_id=job.project_id,
+            job_id=job.id,
+            phase=phase,
+            progress_pct=max(0, min(100, pct)),
+            thought_summary=summary,
+            details_md=details,
+        )
+    )
+
+
+# --- store ----------------------------------------------------------------------------------------------
+
+
+def _check_embedding(vector: list[float], position: int) -> list[float]:
+    if len(vector) != settings.EMBEDDINGS_DIMENSIONS:
+        raise InvalidInput(
+            f"messages[{position}].embedding has {len(vector)} values; this project's embedder has "
+            f"{settings.EMBEDDINGS_DIMENSIONS}",
+            details={"field": f"messages[{position}].embedding"},
+        )
+    if not all(math.isfinite(x) for x in vector) or not any(vector):
+        raise InvalidInput(
+            f"messages[{position}].embedding must be finite and not all zero",
+            details={"field": f"messages[{position}].embedding"},
+        )
+    return [float(x) for x in vector]
+
+
+def memories_batch_check(*, count: int) -> None:
+    if count > settings.MEMORY_MAX_MESSAGES_PER_REQUEST:
+        raise PayloadTooLarge(
+            f"at most {settings.MEMORY_MAX_MESSAGES_PER_REQUEST} messages per request; send the rest "
+            "in further requests",
+            details={"messages": count, "limit": settings.MEMORY_MAX_MESSAGES_PER_REQUEST},
+        )
+
+
+def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput]) -> StoreResult:
+    """Store a batch of messages in one transaction (one UNWIND), in order, as the next messages of
+    the scope's conversation. Roles outside MEMORY_ROLES are skipped and reported. Facts,
+    preferences, mentions and summaries are derived afterwards by a Celery job."""
+    scope.require()
+    memories_batch_check(count=len(messages))
+    for position, message in enumerate(messages):
+        if len(message.text) > settings.MEMORY_MAX_MESSAGE_CHARS:
+            raise PayloadTooLarge(
+                f"messages[{position}].text has {len(message.text)} characters; the limit is "
+                f"{settings.MEMORY_MAX_MESSAGE_CHARS}",
+                details={"field": f"messages[{position}].text", "limit": settings.MEMORY_MAX_MESSAGE_CHARS},
+            )
+    allowed = set(settings.MEMORY_ROLES)
+    keep: list[tuple[int, MessageInput]] = []
+    skipped: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        if message.role not in allowed:
+            skipped.append({"index": position, "role": message.role, "reason": "role_not_stored"})
+        elif not message.text.strip():
+            skipped.append({"index": position, "role": message.role, "reason": "empty_text"})
+        else:
+            keep.append((position, message))
+    supplied = {p: _check_embedding(m.embedding, p) for p, m in keep if m.embedding is not None}
+    stamp = now_iso()
+    timestamps = {p: normalise_timestamp(m.timestamp) if m.timestamp else stamp for p, m in keep}
+    _prepare(project_id, scope)
+    if not keep:
+        return StoreResult(conversation_id=None, stored=[], skipped=skipped, job_id=None)
+
+    missing = [(p, m.text) for p, m in keep if p not in supplied]
+    if missing:
+        vectors = get_embedder().embed([text for _p, text in missing])
+        supplied.update({p: v for (p, _t), v in zip(missing, vectors, strict=True)})
+    rows = [
+        {
+            "id": str(uuid.uuid4()),
+            "text": m.text,
+            "role": m.role,
+            "timestamp": timestamps[p],
+            "message_id": m.message_id,
+            "author_name": m.author_name,
+            "token_count": count_tokens(m.text),
+            "embedding": supplied[p],
+        }
+        for p, m in keep
+    ]
+    result = graph.write(
+        cypher.STORE,
+        project_id=project_id,
+        conversation_key=conversation_key(scope),
+        conversation_id=str(uuid.uuid4()),
+        scope_tokens=node_tokens(project_id, scope),
+        accessibility=settings.MEMORY_DEFAULT_ACCESSIBILITY,
+        rows=rows,
+        **scope.params(),
+    )[0]
+    positions = [p for p, _m in keep]
+    stored = [
+        {"id": s["id"], "index": positions[i], "seq": s["seq"], "role": rows[i]["role"]}
+        for i, s in enumerate(result["stored"])
+    ]
+    job_id = None
+    if settings.MEMORY_PROCESS_ON_STORE:
+        job_id = _queue_processing(project_id, [s["id"] for s in stored])
+    return StoreResult(
+        conversation_id=result["conversation_id"], stored=stored, skipped=skipped, job_id=job_id
+    )
+
+
+def _queue_processing(project_id: str, memory_ids: list[str]) -> str:
+    from memory.tasks import memory_process
+
+    with transaction.atomic():
+        job = Job.objects.create(
+            project_id=project_id, kind="memory_process", counts={"memories": len(memory_ids)}
+        )
+        queue = settings.MEMORY_QUEUE
+        transaction.on_commit(
+            lambda: memory_process.apply_async((job.id, memory_ids), queue=queue), robust=True
+        )
+    return job.id
+
+
+# --- processing: facts, preferences, mentions, summaries ----------------------------------------------
+
+
+def _owner_key(conversation: dict[str, Any]) -> str:
+    """Whose facts these are: the user (per application) when the scope names one, else the
+    conversation's whole scope."""
+    if conversation.get("user_id"):
+        parts = [token("user_id", conversation["user_id"])]
+        if conversation.get("application_id"):
+            parts.append(token("application_id", conversation["application_id"]))
+        return " ".join(parts)
+    return conversation["key"]
+
+
+def _derived_key(owner: str, *parts: str) -> str:
+    raw = "\x1f".join([owner, *(extraction.norm(p) for p in parts)])
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _write_derived(
+    project_id: str,
+    conversation: dict[str, Any],
+    derived: extraction.Derived,
+    timestamps: dict[str, str],
+) -> dict[str, int]:
+    """Facts and preferences of one conversation's messages, in one transaction. A statement already
+    current gains sources; a different value for the same key supersedes the current one (or is
+    itself superseded when the current one is newer); sources that were forgotten meanwhile make
+    the statement go unwritten."""
+    owner = _owner_key(conversation)
+    items: list[tuple[str, str, str, dict[str, Any], list[str]]] = []
+    for fact in derived.facts:
+        key = _derived_key(owner, fact.subject, fact.predicate)
+        props = {
+            "text": fact.text[:1000],
+            "subject": fact.subject,
+            "predicate": fact.predicate,
+            "object": fact.object,
+            "confidence": fact.confidence,
+        }
+        items.append(("Fact", key, extraction.norm(fact.object), props, fact.source_ids))
+    for pref in derived.preferences:
+        key = _derived_key(owner, "preference", pref.value)
+        props = {
+            "text": pref.text[:1000],
+            "category": pref.category,
+            "value": pref.value,
+            "sentiment": pref.sentiment,
+        }
+        items.append(("Preference", key, pref.sentiment, props, pref.source_ids))
+    if not items:
+        return {"facts": 0, "preferences": 0, "superseded": 0}
+    texts = [props["text"] for _l, _k, _v, props, _s in items]
+    vectors = get_embedder().embed(texts)
+    counts = {"facts": 0, "preferences": 0, "superseded": 0}
+
+    def work(tx: ManagedTransaction) -> None:
+        for (label, key, value_norm, props, sources), vector in zip(items, vectors, strict=True):
+            alive = tx.run(cypher.SOURCES_ALIVE, ids=sources, project_id=project_id).single()
+            alive_ids = list(alive["ids"]) if alive else []
+            if not alive_ids:
+                continue
+            valid_from = max(timestamps.get(s, "") for s in alive_ids) or now_iso()
+            current = [
+                r.data()
+                for r in tx.run(cypher.DERIVED_CURRENT.format(label=label), key=key, project_id=project_id)
+            ]
+            same = next((r for r in current if r["value_norm"] == value_norm), None)
+            if same is not None:
+                tx.run(
+                    cypher.DERIVED_ADD_SOURCES.format(label=label),
+                    id=same["id"],
+                    sources=alive_ids,
+                    project_id=project_id,
+                )
+                continue
+            new_id = str(uuid.uuid4())
+            node = {
+                **props,
+                "id": new_id,
+                "project_id": project_id,
+                "key": key,
+                "value_norm": value_norm,
+                "mode": derived.mode,
+                "valid_from": valid_from,
+                "valid_until": None,
+                "source_message_ids": alive_ids,
+                "embedding": vector,
+                "conversation_id": conversation["id"],
+                "application_id": conversation.get("application_id"),
+                "agent_id": conversation.get("agent_id"),
+                "user_id": conversation.get("user_id"),
+                "thread_id": conversation.get("thread_id"),
+                "scope_tokens": conversation.get("scope_tokens"),
+            }
+            tx.run(
+                cypher.DERIVED_CREATE.format(label=label),
+                props=node,
+                sources=alive_ids,
+                project_id=project_id,
+            )
+            counts["facts" if label == "Fact" else "preferences"] += 1
+            for other in current:
+                if other["valid_from"] and other["valid_from"] > valid_from:
+                    # the statement on record is newer: this one arrives already superseded
+                    tx.run(
+                        cypher.DERIVED_SUPERSEDE.format(label=label),
+                        new_id=other["id"],
+                        old_id=new_id,
+                        project_id=project_id,
+                    )
+                else:
+                    tx.run(
+                        cypher.DERIVED_SUPERSEDE.format(label=label),
+                        new_id=new_id,
+                        old_id=other["id"],
+                        project_id=project_id,
+                    )
+                counts["superseded"] += 1
+            if label == "Preference" and conversation.get("user_id"):
+                tx.run(
+                    cypher.PROFILE_LINK,
+                    project_id=project_id,
+                    key=owner,
+                    id=str(uuid.uuid4()),
+                    user_id=conversation["user_id"],
+                    application_id=conversation.get("application_id"),
+                    scope_tokens=node_tokens(
+                        project_id,
+                        Scope(
+                            application_id=conversation.get("application_id"), user_id=conversation["user_id"]
+                        ),
+                    ),
+                    now=now_iso(),
+                    preference_id=new_id,
+                )
+
+    graph.write_tx(work)
+    return counts
+
+
+def _link_mentions(project_id: str, messages: list[dict[str, Any]]) -> int:
+    if not graph.read(cypher.HAS_ENTITIES, project_id=project_id):
+        return 0
+    links = [{"memory_id": m["id"], "grams": extraction.mention_grams(m["text"])} for m in messages]
+    links = [link for link in links if link["grams"]]
+    if not links:
+        return 0
+    return int(graph.write(cypher.MENTIONS_LINK, project_id=project_id, links=links)[0]["links"])
+
+
+def _conversation(project_id: str, conversation_id: str) -> dict[str, Any] | None:
+    rows = graph.read(cypher.CONVERSATION_GET, project_id=project_id, id=conversation_id)
+    return rows[0]["conversation"] if rows else None
+
+
+def memories_derive(*, project_id: str, memory_ids: list[str]) -> dict[str, int]:
+    """Facts, preferences and entity mentions of the given (still existing) memories."""
+    rows = graph.read(cypher.MEMORIES_BY_ID, project_id=project_id, ids=memory_ids)
+    by_conversation: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_conversation[row["conversation_id"]].append(row)
+    totals = {"facts": 0, "preferences": 0, "superseded": 0, "mentions": 0}
+    for conversation_id, messages in by_conversation.items():
+        conversation = _conversation(project_id, conversation_id)
+        if conversation is None:
+            continue
+        derived = extraction.derive(
+            [extraction.Message(m["id"], m["role"], m["text"], m["timestamp"]) for m in messages]
+        )
+        counts = _write_derived(
+            project_id, conversation, derived, {m["id"]: m["timestamp"] for m in messages}
+        )
+        for key, value in counts.items():
+            totals[key] += value
+    totals["mentions"] = _link_mentions(project_id, rows)
+    graph.write(cypher.MARK_PROCESSED, project_id=project_id, ids=[r["id"] for r in rows])
+    return totals
+
+
+def conversation_summarize(*, project_id: str, conversation_id: str, force: bool = False) -> str | None:
+    """Summarise the conversation's messages that no summary covers yet (at most
+    MEMORY_SUMMARY_MAX_MESSAGES of them). Without `force`, only once they reach MEMORY_SUMMARY_MESSAGES
+    messages or MEMORY_SUMMARY_TOKENS tokens. Returns the new summary's id, if one was written."""
+    rows = graph.read(
+        cypher.PENDING_MESSAGES,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        limit=settings.MEMORY_SUMMARY_MAX_MESSAGES,
+    )
+    if not rows or not rows[0]["messages"]:
+        return None
+    messages = rows[0]["messages"]
+    tokens = sum(m["token_count"] or 0 for m in messages)
+    if (
+        not force
+        and len(messages) < settings.MEMORY_SUMMARY_MESSAGES
+        and tokens < settings.MEMORY_SUMMARY_TOKENS
+    ):
+        return None
+    text, mode = extraction.summarize(
+        [extraction.Message(m["id"], m["role"], m["text"], m["timestamp"]) for m in messages]
+    )
+    written = graph.write(
+        cypher.SUMMARY_WRITE,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        summarized_seq=rows[0]["summarized_seq"] or 0,
+        memory_ids=[m["id"] for m in messages],
+        id=str(uuid.uuid4()),
+        text=text,
+        embedding=get_embedder().embed_one(text),
+        first_seq=messages[0]["seq"],
+        last_seq=messages[-1]["seq"],
+        mode=mode,
+        created_at=now_iso(),
+        tokens=tokens,
+    )
+    return written[0]["id"] if written else None
+
+
+def memories_process(*, job_id: str, memory_ids: list[str]) -> None:
+    """The Celery job after a store: derive, link, and summarise conversations past the threshold."""
+    job = Job.objects.get(pk=job_id)
+    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
+        return
+    started = time.perf_counter()
+    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=datetime.now(UTC))
+    _progress(job, "extracting", 10, f"Extracting facts and preferences from {len(memory_ids)} message(s)")
+    counts = memories_derive(project_id=job.project_id, memory_ids=memory_ids)
+    _progress(
+        job,
+        "summarizing",
+        70,
+        f"{counts['facts']} fact(s), {counts['preferences']} preference(s), {counts['mentions']} mention(s)",
+    )
+    conversations = {
+        r["conversation_id"]
+        for r in graph.read(cypher.MEMORIES_BY_ID, project_id=job.project_id, ids=memory_ids)
+    }
+    summaries = 0
+    for conversation_id in sorted(conversations):
+        while conversation_summarize(project_id=job.project_id, conversation_id=conversation_id):
+            summaries += 1
+    counts["summaries"] = summaries
+    Job.objects.filter(pk=job_id).update(
+        status=Job.Status.SUCCEEDED,
+        phase="done",
+        progress_pct=100,
+        counts={**job.counts, **counts},
+        timings={"total_sec": round(time.perf_counter() - started, 3)},
+        finished_at=datetime.now(UTC),
+    )
+    _progress(job, "done", 100, f"Processed {len(memory_ids)} message(s); {summaries} summary(ies) written")
+
+
+def memories_summarize(*, project_id: str, scope: Scope) -> str:
+    """On demand: a job that summarises every conversation of the scope (whatever the threshold)."""
+    _prepare(project_id, scope)
+    from memory.tasks import memory_summarize
+
+    with transaction.atomic():
+        job = Job.objects.create(
+            project_id=project_id, kind="memory_summarize", counts={"scope": scope.given()}
+        )
+        transaction.on_commit(lambda: memory_summarize.apply_async((job.id,), queue=settings.MEMORY_QUEUE))
+    return job.id
+
+
+def memories_summarize_run(*, job_id: str) -> None:
+    job = Job.objects.get(pk=job_id)
+    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
+        return
+    scope = Scope(**job.counts.get("scope", {}))
+    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=datetime.now(UTC))
+    ids = [
+        r["id"]
+        for r in graph.read(
+            cypher.CONVERSATIONS_IN_SCOPE.format(scope=scope.where("c")),
+            project_id=job.project_id,
+            limit=settings.MEMORY_SCOPE_MAX_CONVERSATIONS,
+            **scope.params(),
+        )
+    ]
+    written = 0
+    for i, conversation_id in enumerate(ids):
+        _progress(
+            job, "summarizing", 5 + int(90 * i / max(1, len(ids))), f"Conversation {i + 1} of {len(ids)}"
+        )
+        while conversation_summarize(project_id=job.project_id, conversation_id=conversation_id, force=True):
+            written += 1
+    Job.objects.filter(pk=job_id).update(
+        status=Job.Status.SUCCEEDED,
+        phase="done",
+        progress_pct=100,
+        counts={**job.counts, "conversations": len(ids), "summaries": written},
+        finished_at=datetime.now(UTC),
+    )
+    _progress(job, "done", 100, f"{written} summary(ies) written for {len(ids)} conversation(s)")
+
+
+# --- consolidation --------------------------------------------------------------------------------------
+
+
+def memories_consolidate(
+    *, project_id: str, scope: Scope | None, older_than_days: int, job: Job | None = None
+) -> dict[str, int]:
+    """Fold messages older than `older_than_days` into consolidated summaries (seed 003: turns older
+    than 90 days condensed to summaries). Facts, preferences and mentions drawn from them are first
+    derived (if not yet) and then re-attached to the summary, so what they supported stays."""
+    cutoff = (datetime.now(UTC) - timedelta(days=older_than_days)).strftime(TIMESTAMP_FORMAT)
+    where = scope.where("m") if scope else "true"
+    params = scope.params() if scope else {}
+    candidates = graph.read(
+        cypher.CONSOLIDATE_CANDIDATES.format(scope=where),
+        project_id=project_id,
+        cutoff=cutoff,
+        limit=settings.MEMORY_SCOPE_MAX_CONVERSATIONS,
+        **params,
+    )
+    totals = {"conversations": 0, "folded": 0, "summaries": 0, "kept": 0}
+    for i, row in enumerate(candidates):
+        if job is not None:
+            _progress(
+                job,
+                "consolidating",
+                5 + int(90 * i / max(1, len(candidates))),
+                f"Conversation {i + 1} of {len(candidates)}",
+            )
+        conversation_id = row["conversation_id"]
+        while True:
+            old = graph.read(
+                cypher.OLD_MESSAGES,
+                project_id=project_id,
+                conversation_id=conversation_id,
+                cutoff=cutoff,
+                limit=settings.MEMORY_SUMMARY_MAX_MESSAGES,
+            )
+            if not old:
+                break
+            pending = [m["id"] for m in old if not m["processed"]]
+            if pending:
+                memories_derive(project_id=project_id, memory_ids=pending)
+            text, mode = extraction.summarize(
+                [extraction.Message(m["id"], m["role"], m["text"], m["timestamp"]) for m in old]
+            )
+            written = graph.write(
+                cypher.CONSOLIDATE_WRITE,
+                project_id=project_id,
+                conversation_id=conversation_id,
+                memory_ids=[m["id"] for m in old],
+                id=str(uuid.uuid4()),
+                text=text,
+                embedding=get_embedder().embed_one(text),
+                first_seq=old[0]["seq"],
+                last_seq=old[-1]["seq"],
+                mode=mode,
+                created_at=now_iso(),
+                covers_from=old[0]["timestamp"],
+                covers_to=old[-1]["timestamp"],
+            )
+            if not written:  # changed meanwhile (a message deleted): read again
+                continue
+            totals["folded"] += written[0]["folded"]
+            totals["kept"] += written[0]["kept"]
+            totals["summaries"] += 1
+        totals["conversations"] += 1
+    return totals
+
+
+def memories_consolidate_queue(*, project_id: str, scope: Scope, older_than_days: int) -> str:
+    _prepare(project_id, scope)
+    from memory.tasks import memory_consolidate
+
+    with transaction.atomic():
+        job = Job.objects.create(
+            project_id=project_id,
+            kind="memory_consolidate",
+            counts={"scope": scope.given(), "older_than_days": older_than_days},
+        )
+        transaction.on_commit(lambda: memory_consolidate.apply_async((job.id,), queue=settings.MEMORY_QUEUE))
+    return job.id
+
+
+def memories_consolidate_run(*, job_id: str) -> None:
+    job = Job.objects.get(pk=job_id)
+    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
+        return
+    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=datetime.now(UTC))
+    scope = Scope(**job.counts.get("scope", {}))
+    totals = memories_consolidate(
+        project_id=job.project_id,
+        scope=scope if not scope.empty else None,
+        older_than_days=int(job.counts.get("older_than_days", settings.MEMORY_CONSOLIDATE_AFTER_DAYS)),
+        job=job,
+    )
+    Job.objects.filter(pk=job_id).update(
+        status=Job.Status.SUCCEEDED,
+        phase="done",
+        progress_pct=100,
+        counts={**job.counts, **totals},
+        finished_at=datetime.now(UTC),
+    )
+    _progress(
+        job, "done", 100, f"Folded {totals['folded']} message(s) into {totals['summaries']} summary(ies)"
+    )
+
+
+# --- delete and forget --------------------------------------------------------------------------------
+
+
+def memory_delete(*, project_id: str, memory_id: str, requested_by: str = "") -> dict[str, int]:
+    """Delete one memory and what holds its words: facts and preferences drawn only from it, and
+    summaries whose span covers it (the span is summarised again later)."""
+    started = time.perf_counter()
+    rows = graph.write(cypher.DELETE_ONE, project_id=project_id, id=memory_id)
+    if not rows:
+        raise NotFound("no such memory in this project")
+    erased = {"memories": 1, "derived": int(rows[0]["derived"]), "summaries": int(rows[0]["summaries"])}
+    MemoryErasure.objects.create(
+        project_id=project_id,
+        kind=MemoryErasure.Kind.DELETE,
+        scope={"memory_id": memory_id},
+        counts=erased,
+        requested_by=requested_by[:200],
+        took_ms=round((time.perf_counter() - started) * 1000, 1),
+    )
+    return erased
+
+
+def memories_forget(*, project_id: str, scope: Scope, requested_by: str = "") -> ForgetResult:
+    """Erase every memory of the scope and everything derived from it: summaries, facts,
+    preferences, the user's profile (when the scope names a user), mention links and embeddings.
+    Other scopes are untouched. The audit record keeps the scope and the counts, never text."""
+    _prepare(project_id, scope)
+    started = time.perf_counter()
+    batch = settings.MEMORY_FORGET_BATCH
+    erased: dict[str, int] = defaultdict(int)
+    names = {
+        "Memory": "memories",
+        "ConversationSummary": "summaries",
+        "Fact": "facts",
+        "Preference": "preferences",
+    }
+    for label, name in names.items():
+        query = cypher.FORGET_BATCH.format(label=label, scope=scope.where("n"))
+        while True:
+            row = graph.write(query, project_id=project_id, batch=batch, **scope.params())[0]
+            erased[name] += int(row["deleted"])
+            erased["derived"] += int(row["derived"])
+            if row["deleted"] < batch:
+                break
+    row = graph.write(
+        cypher.FORGET_CONVERSATIONS.format(scope=scope.where("c")), project_id=project_id, **scope.params()
+    )[0]
+    erased["conversations"] += int(row["deleted"])
+    erased["stragglers"] += int(row["stragglers"] or 0)
+    row = graph.write(
+        cypher.FORGET_PROFILES,
+        project_id=project_id,
+        user_id=scope.user_id,
+        application_id=scope.application_id,
+    )[0]
+    erased["profiles"] += int(row["deleted"])
+    took_ms = round((time.perf_counter() - started) * 1000, 1)
+    audit = MemoryErasure.objects.create(
+        project_id=project_id,
+        kind=MemoryErasure.Kind.FORGET,
+        scope=scope.given(),
+        counts=dict(erased),
+        requested_by=requested_by[:200],
+        took_ms=took_ms,
+    )
+    return ForgetResult(erased=dict(erased), audit_id=audit.pk, took_ms=took_ms)

@@ -1,0 +1,52 @@
+"""Celery tasks of the memory app. They take ids and are safe to re-run (a finished job is skipped;
+a half-done one is redone: facts merge into current ones, summaries only cover uncovered spans)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from celery import Task, shared_task
+from django.conf import settings
+
+from core.errors import DependencyUnavailable
+from core.models import Job
+from memory import services
+
+logger = logging.getLogger(__name__)
+
+
+def _fail(job_id: str, exc: BaseException) -> None:
+    Job.objects.filter(pk=job_id).update(
+        status=Job.Status.FAILED, errors=[f"{exc.__class__.__name__}: {exc}"[:500]]
+    )
+
+
+def _run(task: Task, job_id: str, work: Callable[[], None]) -> None:
+    try:
+        work()
+    except DependencyUnavailable as exc:
+        if task.request.retries >= settings.INGEST_MAX_RETRIES:
+            _fail(job_id, exc)
+            return
+        delay = min(settings.RETRY_BACKOFF_MAX_SEC, settings.INGEST_RETRY_BASE_SEC * 2**task.request.retries)
+        logger.warning("memory job %s: %s unavailable, retry in %ss", job_id, exc.dependency, delay)
+        raise task.retry(exc=exc, countdown=delay) from exc
+    except Exception as exc:
+        logger.exception("memory job %s failed", job_id)
+        _fail(job_id, exc)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def memory_process(self, job_id: str, memory_ids: list[str]) -> None:
+    _run(self, job_id, lambda: services.memories_process(job_id=job_id, memory_ids=memory_ids))
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def memory_summarize(self, job_id: str) -> None:
+    _run(self, job_id, lambda: services.memories_summarize_run(job_id=job_id))
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def memory_consolidate(self, job_id: str) -> None:
+    _run(self, job_id, lambda: services.memories_consolidate_run(job_id=job_id))

@@ -1,0 +1,186 @@
+"""Storing and searching memories on the real stack (seed 000's memory, seed 001's Phase 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import graph
+from memory.indexes import check_version, ensure_memory_indexes, forget_ready, version_supports_vectors
+from tests.conftest import make_tenant
+from tests.memory.helpers import assistant, count, msearch, store, user
+
+pytestmark = pytest.mark.django_db
+
+
+def test_store_a_batch_in_order_with_conversation_and_next_chain() -> None:
+    tenant = make_tenant("mem-store")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    first = store(
+        client,
+        pid,
+        [
+            user("Hi, I am planning a trip to Lisbon.", message_id="m1", author_name="Ana"),
+            assistant("Lovely city!"),
+        ],
+        user_id="ana",
+        thread_id="t1",
+    )
+    assert first.status_code == 201, first.json()
+    body = first.json()
+    assert [s["seq"] for s in body["stored"]] == [1, 2]
+    assert body["skipped"] == []
+    second = store(client, pid, [user("What should I pack?")], user_id="ana", thread_id="t1").json()
+    assert second["conversation_id"] == body["conversation_id"]
+    assert second["stored"][0]["seq"] == 3
+    rows = graph.read(
+        "MATCH (c:Conversation {id: $c})<-[:PART_OF]-(m:Memory) RETURN m.text AS text, m.seq AS seq, "
+        "m.role AS role, m.user_id AS user_id, m.thread_id AS thread_id, m.message_id AS message_id, "
+        "m.author_name AS author, size(m.embedding) AS dims, m.timestamp AS ts ORDER BY m.seq",
+        c=body["conversation_id"],
+    )
+    assert [r["text"] for r in rows] == [
+        "Hi, I am planning a trip to Lisbon.",
+        "Lovely city!",
+        "What should I pack?",
+    ]
+    assert rows[0]["message_id"] == "m1" and rows[0]["author"] == "Ana"
+    assert all(r["user_id"] == "ana" and r["thread_id"] == "t1" and r["dims"] == 384 for r in rows)
+    assert rows[0]["ts"].endswith("Z")
+    chain = graph.read(
+        "MATCH p = (a:Memory)-[:NEXT*]->(b:Memory) WHERE a.conversation_id = $c AND a.seq = 1 "
+        "RETURN [n IN nodes(p) | n.seq] AS seqs ORDER BY length(p) DESC LIMIT 1",
+        c=body["conversation_id"],
+    )
+    assert chain[0]["seqs"] == [1, 2, 3]
+
+
+def test_roles_outside_memory_roles_are_skipped_and_reported() -> None:
+    tenant = make_tenant("mem-roles")
+    response = store(
+        tenant.client(tenant.write_key),
+        tenant.project.id,
+        [{"role": "system", "text": "You are helpful."}, user("keep me"), {"role": "tool", "text": "{}"}],
+        agent_id="a1",
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert len(body["stored"]) == 1 and body["stored"][0]["index"] == 1
+    assert [(s["index"], s["role"], s["reason"]) for s in body["skipped"]] == [
+        (0, "system", "role_not_stored"),
+        (2, "tool", "role_not_stored"),
+    ]
+    assert count("Memory", tenant.project.id) == 1
+
+
+def test_client_supplied_embeddings_are_stored_as_given() -> None:
+    tenant = make_tenant("mem-emb")
+    vector = [0.0] * 384
+    vector[7] = 1.0
+    response = store(
+        tenant.client(tenant.write_key),
+        tenant.project.id,
+        [user("precomputed", embedding=vector)],
+        user_id="u",
+    )
+    assert response.status_code == 201
+    stored = graph.read("MATCH (m:Memory {project_id: $p}) RETURN m.embedding AS e", p=tenant.project.id)
+    assert stored[0]["e"] == vector
+
+
+@pytest.mark.parametrize("mode", ["vector", "fulltext", "hybrid"])
+def test_search_modes_find_the_relevant_memory(mode: str) -> None:
+    tenant = make_tenant(f"mem-search-{mode}")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    store(
+        client,
+        pid,
+        [
+            user("My sister's wedding is in June in Porto."),
+            user("I need to renew my passport before travelling."),
+            user("The quarterly sales report is due on Friday."),
+        ],
+        user_id="u1",
+    )
+    response = msearch(
+        client, pid, "passport renewal before travelling", {"user_id": "u1"}, mode=mode, top_k=2
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["mode"] == mode
+    assert body["items"][0]["text"] == "I need to renew my passport before travelling."
+    assert body["items"][0]["level"] == "message"
+    assert body["items"][0]["scope"]["user_id"] == "u1"
+    scores = [i["score"] for i in body["items"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_blank_query_lists_recent_memories_and_default_mode_is_hybrid() -> None:
+    tenant = make_tenant("mem-recency")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    store(client, pid, [user("one"), user("two"), user("three")], user_id="u1")
+    body = msearch(client, pid, "", {"user_id": "u1"}, top_k=2).json()
+    assert body["mode"] == "recency"
+    assert [i["text"] for i in body["items"]] == ["three", "two"]
+    assert msearch(client, pid, "two", {"user_id": "u1"}).json()["mode"] == "hybrid"
+    bad = msearch(client, pid, "  ", {"user_id": "u1"}, mode="vector")
+    assert bad.status_code == 400
+
+
+def test_scope_filters_are_exact() -> None:
+    """A search scoped to user A never returns user B's memories, even far more similar ones; a
+    user id that is a prefix or a Lucene/Cypher look-alike of another is another user."""
+    tenant = make_tenant("mem-exact")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    store(client, pid, [user("I adore green tea with jasmine.")], user_id="alice", thread_id="ta")
+    for other in ("bob", "alice-smith", 'alice" OR 1=1', "alice`})", "ALICE", "alice*", "user_id:alice"):
+        store(
+            client,
+            pid,
+            [user("green tea with jasmine, green tea with jasmine")],
+            user_id=other,
+            thread_id="tb",
+        )
+    for mode in ("vector", "fulltext", "hybrid", "recency"):
+        query = "" if mode == "recency" else "green tea jasmine"
+        items = msearch(client, pid, query, {"user_id": "alice"}, mode=mode, top_k=50).json()["items"]
+        assert [i["scope"]["user_id"] for i in items] == ["alice"], mode
+    # user A with user B's thread: empty, whatever the mode
+    for mode in ("vector", "fulltext", "hybrid", "recency"):
+        query = "" if mode == "recency" else "green tea"
+        body = msearch(client, pid, query, {"user_id": "alice", "thread_id": "tb"}, mode=mode).json()
+        assert body["items"] == [], mode
+    # odd scope values are plain values, found exactly
+    odd = 'alice" OR 1=1'
+    items = msearch(client, pid, "green tea", {"user_id": odd}, mode="fulltext").json()["items"]
+    assert [i["scope"]["user_id"] for i in items] == [odd]
+
+
+def test_memory_indexes_are_created_lazily_and_idempotently() -> None:
+    for name in ("memory_embeddings", "memory_fulltext", "memory_level_fulltext"):
+        graph.write_autocommit(f"DROP INDEX {name} IF EXISTS")
+    forget_ready()
+    tenant = make_tenant("mem-idx")
+    assert (
+        store(tenant.client(tenant.write_key), tenant.project.id, [user("hello")], user_id="u").status_code
+        == 201
+    )
+    names = {r["name"] for r in graph.read("SHOW INDEXES YIELD name RETURN name")}
+    assert {"memory_embeddings", "memory_fulltext", "memory_level_fulltext"} <= names
+    scoped = graph.read(
+        "SHOW RANGE INDEXES YIELD labelsOrTypes, properties WHERE labelsOrTypes = ['Memory'] "
+        "RETURN collect(properties[0]) AS props"
+    )[0]["props"]
+    assert {"user_id", "thread_id", "agent_id", "application_id"} <= set(scoped)
+    forget_ready()
+    ensure_memory_indexes()  # a second time: IF NOT EXISTS, no error
+    assert {r["name"] for r in graph.read("SHOW INDEXES YIELD name RETURN name")} == names
+
+
+def test_a_neo4j_too_old_for_vector_indexes_gets_a_clear_error() -> None:
+    assert version_supports_vectors("5.26.30") and version_supports_vectors("2025.01.0")
+    assert version_supports_vectors("5.11.0") and not version_supports_vectors("5.10.0")
+    assert not version_supports_vectors("4.4.30") and not version_supports_vectors("")
+    with pytest.raises(Exception) as caught:
+        check_version("4.4.30")
+    assert caught.value.status_code == 503  # type: ignore[attr-defined]
+    assert "5.11 or later" in str(caught.value) and "4.4.30" in str(caught.value)
