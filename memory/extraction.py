@@ -149,8 +149,15 @@ _FACTS: list[tuple[re.Pattern[str], str]] = [
 _MAX_VALUE_WORDS = 6
 
 
+_TRAILING = re.compile(
+    r"\s+(?:now|anymore|any more|currently|these days|too|as well|nowadays)$", re.IGNORECASE
+)
+_LEADING = re.compile(r"^(?:called|named)\s+", re.IGNORECASE)
+
+
 def _clean_value(value: str) -> str | None:
     value = value.strip(" \"'()[]")
+    value = _LEADING.sub("", _TRAILING.sub("", value)).strip()
     value = (
         re.sub(r"^(?:the|a|an|to)\s+", "", value, flags=re.IGNORECASE) if len(value.split()) > 1 else value
     )
@@ -174,10 +181,13 @@ def derive_extractive(messages: list[Message]) -> Derived:
                     derived.preferences.append(
                         PreferenceCandidate(norm(match.group(1)), value, "like", sentence, [message.id])
                     )
+            # "I don't like X" also reads as "like X": a like inside a dislike is not one
+            negated = [m.span() for m in _DISLIKE.finditer(sentence)]
             for pattern, sentiment in ((_DISLIKE, "dislike"), (_LIKE, "like")):
                 for match in pattern.finditer(sentence):
                     value = _clean_value(match.groups()[-1])
-                    if value and not (sentiment == "like" and _DISLIKE.search(sentence)):
+                    inside = any(a <= match.start() < b for a, b in negated)
+                    if value and not (sentiment == "like" and inside):
                         derived.preferences.append(
                             PreferenceCandidate("general", value, sentiment, sentence, [message.id])
                         )
