@@ -42,6 +42,17 @@ class ScopeSerializer(StrictSerializer):
         max_length=MAX_SCOPE_VALUE_CHARS, required=False, allow_null=True, trim_whitespace=False
     )
 
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):  # ids are strings: 5 is not silently "5"
+            wrong = {
+                k: ["must be a string"]
+                for k, v in data.items()
+                if k in SCOPE_KEYS and v is not None and not isinstance(v, str)
+            }
+            if wrong:
+                raise serializers.ValidationError(wrong)
+        return super().to_internal_value(data)
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         for key, value in attrs.items():
             try:
