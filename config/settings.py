@@ -304,9 +304,17 @@ MEMORY_CONSOLIDATE_AFTER_DAYS = env.int("MEMORY_CONSOLIDATE_AFTER_DAYS", default
 # Derive facts, preferences, mentions and summaries in a Celery job after every store
 MEMORY_PROCESS_ON_STORE = env.bool("MEMORY_PROCESS_ON_STORE", default=True)
 MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="celery")
+# Celery beat consolidates every project's old messages this often (hours); 0 turns it off
+MEMORY_CONSOLIDATE_EVERY_HOURS = env.float("MEMORY_CONSOLIDATE_EVERY_HOURS", default=24.0)
 # Vector search over scopes up to this many memories is an exact scan, beyond it the index
 MEMORY_EXACT_SCAN_MAX = env.int("MEMORY_EXACT_SCAN_MAX", default=5000)
 MEMORY_DEFAULT_ACCESSIBILITY = env.str("MEMORY_DEFAULT_ACCESSIBILITY", default="private")
+CELERY_BEAT_SCHEDULE = {}
+if MEMORY_CONSOLIDATE_EVERY_HOURS > 0:
+    CELERY_BEAT_SCHEDULE["memory-consolidate"] = {
+        "task": "memory.tasks.memory_consolidate_all",
+        "schedule": MEMORY_CONSOLIDATE_EVERY_HOURS * 3600,
+    }
 # Tuning constants (not from the environment)
 MEMORY_SUMMARY_MAX_MESSAGES = 200  # messages per summary segment
 MEMORY_FORGET_BATCH = 5000  # nodes deleted per transaction by a forget

@@ -572,6 +572,25 @@ def memories_consolidate_queue(*, project_id: str, scope: Scope, older_than_days
     return job.id
 
 
+def memories_consolidate_schedule() -> list[str]:
+    """Queue a project-wide consolidation job for every project (the periodic run)."""
+    from memory.tasks import memory_consolidate
+
+    job_ids = []
+    for project_id in Project.objects.values_list("id", flat=True):
+        with transaction.atomic():
+            job = Job.objects.create(
+                project_id=project_id,
+                kind="memory_consolidate",
+                counts={"scope": {}, "older_than_days": settings.MEMORY_CONSOLIDATE_AFTER_DAYS},
+            )
+            transaction.on_commit(
+                lambda job_id=job.id: memory_consolidate.apply_async((job_id,), queue=settings.MEMORY_QUEUE)
+            )
+        job_ids.append(job.id)
+    return job_ids
+
+
 def memories_consolidate_run(*, job_id: str) -> None:
     job = Job.objects.get(pk=job_id)
     if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):

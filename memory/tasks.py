@@ -50,3 +50,10 @@ def memory_summarize(self, job_id: str) -> None:
 @shared_task(bind=True, acks_late=True, max_retries=None)
 def memory_consolidate(self, job_id: str) -> None:
     _run(self, job_id, lambda: services.memories_consolidate_run(job_id=job_id))
+
+
+@shared_task(acks_late=True)
+def memory_consolidate_all() -> list[str]:
+    """Celery beat: one consolidation job per project (messages older than
+    MEMORY_CONSOLIDATE_AFTER_DAYS folded into summaries)."""
+    return services.memories_consolidate_schedule()

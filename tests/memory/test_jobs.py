@@ -78,3 +78,24 @@ def test_store_queues_processing_with_progress_then_summarise_and_consolidate() 
     )
     assert kept == [{"o": "Iris"}]
     graph.write("MATCH (n {project_id: $p}) DETACH DELETE n", p=pid)
+
+
+def test_beat_consolidates_every_project() -> None:
+    from django.conf import settings
+
+    from memory.tasks import memory_consolidate_all
+
+    entry = settings.CELERY_BEAT_SCHEDULE["memory-consolidate"]
+    assert entry["task"] == memory_consolidate_all.name and entry["schedule"] == 24 * 3600
+    tenant = make_tenant("mem-beat")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    old = (datetime.now(UTC) - timedelta(days=100)).isoformat()
+    store(client, pid, [user("An old note about the garden shed.", timestamp=old)], user_id="g")
+    store(client, pid, [user("A fresh note.")], user_id="g")
+    job_ids = memory_consolidate_all.apply().get()
+    jobs = [wait_job(job_id) for job_id in job_ids]
+    assert all(job.status == "succeeded" for job in jobs)
+    assert graph.read("MATCH (m:Memory {project_id: $p}) RETURN m.text AS t", p=pid) == [
+        {"t": "A fresh note."}
+    ]
+    graph.write("MATCH (n {project_id: $p}) DETACH DELETE n", p=pid)
