@@ -230,3 +230,15 @@ def test_forget_while_storing_concurrently_leaves_nothing_written_before_it() ->
         graph.read("MATCH (m:Memory {project_id: $p, user_id: 'B'}) RETURN count(m) AS n", p=pid)[0]["n"] == 2
     )
     graph.write("MATCH (n {project_id: $p}) DETACH DELETE n", p=pid)
+
+
+def test_curators_read_the_erasure_audit_in_the_admin(admin_client) -> None:  # type: ignore[no-untyped-def]
+    tenant = make_tenant("mem-admin")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    store(client, pid, [user("My password hint is bluebird.")], user_id="x")
+    audit_id = forget(client, pid, user_id="x").json()["audit_id"]
+    listing = admin_client.get("/admin/memory/memoryerasure/")
+    assert listing.status_code == 200 and b"forget" in listing.content
+    detail = admin_client.get(f"/admin/memory/memoryerasure/{audit_id}/change/")
+    assert detail.status_code == 200 and b"bluebird" not in detail.content
+    assert admin_client.get("/admin/memory/memoryerasure/add/").status_code == 403
