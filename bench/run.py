@@ -4,6 +4,7 @@ the same run and writes bench/results/<name>.json; bench/results/README.md is th
 
     python bench/run.py                 # all benchmarks
     python bench/run.py --only startup  # one of them
+    python bench/run.py --only memory   # agent memory: store, search among 200,000 memories, forget
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench import ingestion, retrieval, startup  # noqa: E402
+from bench import ingestion, memory, retrieval, startup  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
-BENCHMARKS = {"startup": startup.run, "ingestion": ingestion.run, "retrieval": retrieval.run}
+BENCHMARKS = {
+    "startup": startup.run,
+    "ingestion": ingestion.run,
+    "retrieval": retrieval.run,
+    "memory": memory.run,
+}
 
 
 def machine() -> dict[str, object]:
