@@ -155,8 +155,14 @@ ORDER BY s.last_seq DESC
 
 LEVEL_HYDRATE = """
 UNWIND $ids AS wanted
-MATCH (n {id: wanted})
-WHERE n.project_id = $project_id AND (n:ConversationSummary OR n:Fact OR n:Preference)
+CALL (wanted) {
+  MATCH (n:ConversationSummary {id: wanted}) RETURN n
+  UNION
+  MATCH (n:Fact {id: wanted}) RETURN n
+  UNION
+  MATCH (n:Preference {id: wanted}) RETURN n
+}
+WITH n WHERE n.project_id = $project_id
 RETURN n {.id, .text, .application_id, .agent_id, .user_id, .thread_id, .conversation_id, .created_at,
           .first_seq, .last_seq, .mode, .subject, .predicate, .object, .category, .value, .sentiment,
           .valid_from, .valid_until, .superseded_by, .confidence, .source_message_ids} AS node,
@@ -313,7 +319,12 @@ RETURN s.id AS id
 # --- facts, preferences, profiles, mentions ------------------------------------------------------------
 
 SOURCES_ALIVE = """
-MATCH (src) WHERE src.id IN $ids AND src.project_id = $project_id AND (src:Memory OR src:ConversationSummary)
+CALL () {
+  MATCH (src:Memory) WHERE src.id IN $ids RETURN src
+  UNION
+  MATCH (src:ConversationSummary) WHERE src.id IN $ids RETURN src
+}
+WITH * WHERE src.project_id = $project_id
 RETURN collect(src.id) AS ids
 """
 
@@ -325,7 +336,12 @@ RETURN n.id AS id, n.value_norm AS value_norm, n.valid_from AS valid_from
 
 DERIVED_ADD_SOURCES = """
 MATCH (n:{label} {{id: $id}}) WHERE n.project_id = $project_id
-MATCH (src) WHERE src.id IN $sources AND src.project_id = $project_id
+CALL () {{
+  MATCH (src:Memory) WHERE src.id IN $sources RETURN src
+  UNION
+  MATCH (src:ConversationSummary) WHERE src.id IN $sources RETURN src
+}}
+WITH * WHERE src.project_id = $project_id
 MERGE (n)-[:EXTRACTED_FROM]->(src)
 WITH n, collect(src.id) AS added
 SET n.source_message_ids = coalesce(n.source_message_ids, []) +
@@ -337,7 +353,12 @@ DERIVED_CREATE = """
 CREATE (n:{label})
 SET n = $props
 WITH n
-MATCH (src) WHERE src.id IN $sources AND src.project_id = $project_id
+CALL () {{
+  MATCH (src:Memory) WHERE src.id IN $sources RETURN src
+  UNION
+  MATCH (src:ConversationSummary) WHERE src.id IN $sources RETURN src
+}}
+WITH * WHERE src.project_id = $project_id
 CREATE (n)-[:EXTRACTED_FROM]->(src)
 RETURN DISTINCT n.id AS id
 """
@@ -360,6 +381,7 @@ MATCH (pref:Preference {id: $preference_id}) WHERE pref.project_id = $project_id
 MERGE (p)-[:HAS_PREFERENCE]->(pref)
 """
 
+# (sources are always looked up with their labels: an unlabelled id lookup is a scan of every node)
 HAS_ENTITIES = "MATCH (e:Entity {project_id: $project_id}) RETURN e.id AS id LIMIT 1"
 
 # Entity keys are "<normalised name>|<TYPE>": a message mentions an entity when one of its word
