@@ -268,9 +268,8 @@ RETURN count(c) AS deleted, sum(size(xs)) AS stragglers
 
 FORGET_PROFILES = """
 MATCH (p:UserProfile {project_id: $project_id})
-WHERE ($user_id IS NOT NULL AND p.user_id = $user_id
-       AND ($application_id IS NULL OR p.application_id = $application_id))
-   OR NOT (p)-[:HAS_PREFERENCE]->()
+WHERE $user_id IS NOT NULL AND p.user_id = $user_id
+  AND ($application_id IS NULL OR p.application_id = $application_id)
 DETACH DELETE p
 RETURN count(*) AS deleted
 """

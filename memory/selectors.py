@@ -13,6 +13,7 @@ import base64
 import json
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +30,7 @@ from retrieval import fusion, lucene
 from retrieval.dto import Candidate
 
 Hits = list[Candidate]
+_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-search")
 
 
 class _Search:
@@ -136,7 +138,10 @@ class _Search:
         if mode == "recency":
             return self.recent_memories(limit)
         depth = max(limit, settings.MEMORY_HYBRID_CANDIDATES)
-        return _fuse(self.vector_memories(depth), self.fulltext_memories(depth))[:limit]
+        # the fulltext query runs while the query is embedded and the vectors are scanned
+        text_future = _pool.submit(self.fulltext_memories, depth)
+        vector_hits = self.vector_memories(depth)
+        return _fuse(vector_hits, text_future.result())[:limit]
 
     # --- summaries, facts, preferences ---
 
