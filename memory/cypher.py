@@ -327,44 +327,57 @@ WITH * WHERE src.project_id = $project_id
 RETURN collect(src.id) AS ids
 """
 
+# A job's facts (or preferences) are written in a few batched statements: the current statements of
+# all its keys are read once, decisions are made in Python, then creates, added sources,
+# supersessions and profile links are each one UNWIND.
 DERIVED_CURRENT = """
-MATCH (n:{label} {{key: $key}})
+UNWIND $keys AS k
+MATCH (n:{label} {{key: k}})
 WHERE n.project_id = $project_id AND n.valid_until IS NULL
-RETURN n.id AS id, n.value_norm AS value_norm, n.valid_from AS valid_from
+RETURN k AS key, n.id AS id, n.value_norm AS value_norm, n.valid_from AS valid_from
 """
 
-DERIVED_ADD_SOURCES = """
-MATCH (n:{label} {{id: $id}}) WHERE n.project_id = $project_id
-CALL () {{
-  MATCH (src:Memory) WHERE src.id IN $sources RETURN src
+_ROW_SOURCES = """CALL (row) {{
+  MATCH (src:Memory) WHERE src.id IN row.sources RETURN src
   UNION
-  MATCH (src:ConversationSummary) WHERE src.id IN $sources RETURN src
-}}
-WITH * WHERE src.project_id = $project_id
+  MATCH (src:ConversationSummary) WHERE src.id IN row.sources RETURN src
+}}"""
+
+DERIVED_CREATE = (
+    """
+UNWIND $rows AS row
+CREATE (n:{label})
+SET n = row.props
+WITH n, row
+"""
+    + _ROW_SOURCES
+    + """
+WITH n, src WHERE src.project_id = $project_id
+CREATE (n)-[:EXTRACTED_FROM]->(src)
+RETURN count(DISTINCT n) AS created
+"""
+)
+
+DERIVED_ADD_SOURCES = (
+    """
+UNWIND $rows AS row
+MATCH (n:{label} {{id: row.id}}) WHERE n.project_id = $project_id
+"""
+    + _ROW_SOURCES
+    + """
+WITH n, src WHERE src.project_id = $project_id
 MERGE (n)-[:EXTRACTED_FROM]->(src)
-WITH n, collect(src.id) AS added
+WITH n, collect(DISTINCT src.id) AS added
 SET n.source_message_ids = coalesce(n.source_message_ids, []) +
     [x IN added WHERE NOT x IN coalesce(n.source_message_ids, [])]
-RETURN n.id AS id
+RETURN count(n) AS updated
 """
-
-DERIVED_CREATE = """
-CREATE (n:{label})
-SET n = $props
-WITH n
-CALL () {{
-  MATCH (src:Memory) WHERE src.id IN $sources RETURN src
-  UNION
-  MATCH (src:ConversationSummary) WHERE src.id IN $sources RETURN src
-}}
-WITH * WHERE src.project_id = $project_id
-CREATE (n)-[:EXTRACTED_FROM]->(src)
-RETURN DISTINCT n.id AS id
-"""
+)
 
 # A newer statement with the same key supersedes the current one; history stays.
 DERIVED_SUPERSEDE = """
-MATCH (new:{label} {{id: $new_id}}), (old:{label} {{id: $old_id}})
+UNWIND $rows AS row
+MATCH (new:{label} {{id: row.new_id}}), (old:{label} {{id: row.old_id}})
 WHERE new.project_id = $project_id AND old.project_id = $project_id
 SET old.valid_until = new.valid_from, old.superseded_by = new.id
 CREATE (new)-[:SUPERSEDES]->(old)
@@ -376,7 +389,8 @@ MERGE (p:UserProfile {project_id: $project_id, key: $key})
                 p.scope_tokens = $scope_tokens
 SET p.updated_at = $now
 WITH p
-MATCH (pref:Preference {id: $preference_id}) WHERE pref.project_id = $project_id
+UNWIND $preference_ids AS preference_id
+MATCH (pref:Preference {id: preference_id}) WHERE pref.project_id = $project_id
 MERGE (p)-[:HAS_PREFERENCE]->(pref)
 """
 

@@ -245,24 +245,30 @@ def _write_derived(
     counts = {"facts": 0, "preferences": 0, "superseded": 0}
 
     def work(tx: ManagedTransaction) -> None:
-        for (label, key, value_norm, props, sources), vector in zip(items, vectors, strict=True):
-            alive = tx.run(cypher.SOURCES_ALIVE, ids=sources, project_id=project_id).single()
-            alive_ids = list(alive["ids"]) if alive else []
-            if not alive_ids:
+        sources = sorted({source for item in items for source in item[4]})
+        row = tx.run(cypher.SOURCES_ALIVE, ids=sources, project_id=project_id).single()
+        alive = set(row["ids"]) if row else set()
+        current: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for label in ("Fact", "Preference"):
+            keys = sorted({key for lab, key, _v, _p, _s in items if lab == label})
+            if keys:
+                query = cypher.DERIVED_CURRENT.format(label=label)
+                for found in tx.run(query, keys=keys, project_id=project_id):
+                    current[(label, found["key"])].append(found.data())
+        creates: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        additions: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        supersedes: dict[str, list[dict[str, str]]] = defaultdict(list)
+        new_preferences: list[str] = []
+        # decided in order, so two statements of one job with the same key behave as if stored apart
+        for (label, key, value_norm, props, item_sources), vector in zip(items, vectors, strict=True):
+            alive_ids = [s for s in item_sources if s in alive]
+            if not alive_ids:  # forgotten meanwhile: nothing drawn from it is written
                 continue
             valid_from = max(timestamps.get(s, "") for s in alive_ids) or now_iso()
-            current = [
-                r.data()
-                for r in tx.run(cypher.DERIVED_CURRENT.format(label=label), key=key, project_id=project_id)
-            ]
-            same = next((r for r in current if r["value_norm"] == value_norm), None)
+            on_record = current[(label, key)]
+            same = next((r for r in on_record if r["value_norm"] == value_norm), None)
             if same is not None:
-                tx.run(
-                    cypher.DERIVED_ADD_SOURCES.format(label=label),
-                    id=same["id"],
-                    sources=alive_ids,
-                    project_id=project_id,
-                )
+                additions[label].append({"id": same["id"], "sources": alive_ids})
                 continue
             new_id = str(uuid.uuid4())
             node = {
@@ -273,7 +279,6 @@ def _write_derived(
                 "value_norm": value_norm,
                 "mode": derived.mode,
                 "valid_from": valid_from,
-                "valid_until": None,
                 "source_message_ids": alive_ids,
                 "embedding": vector,
                 "conversation_id": conversation["id"],
@@ -283,47 +288,43 @@ def _write_derived(
                 "thread_id": conversation.get("thread_id"),
                 "scope_tokens": conversation.get("scope_tokens"),
             }
-            tx.run(
-                cypher.DERIVED_CREATE.format(label=label),
-                props=node,
-                sources=alive_ids,
-                project_id=project_id,
-            )
+            creates[label].append({"props": node, "sources": alive_ids})
             counts["facts" if label == "Fact" else "preferences"] += 1
-            for other in current:
+            is_current = True
+            for other in list(on_record):
                 if other["valid_from"] and other["valid_from"] > valid_from:
                     # the statement on record is newer: this one arrives already superseded
-                    tx.run(
-                        cypher.DERIVED_SUPERSEDE.format(label=label),
-                        new_id=other["id"],
-                        old_id=new_id,
-                        project_id=project_id,
-                    )
+                    supersedes[label].append({"new_id": other["id"], "old_id": new_id})
+                    is_current = False
                 else:
-                    tx.run(
-                        cypher.DERIVED_SUPERSEDE.format(label=label),
-                        new_id=new_id,
-                        old_id=other["id"],
-                        project_id=project_id,
-                    )
+                    supersedes[label].append({"new_id": new_id, "old_id": other["id"]})
+                    on_record.remove(other)
                 counts["superseded"] += 1
-            if label == "Preference" and conversation.get("user_id"):
-                tx.run(
-                    cypher.PROFILE_LINK,
-                    project_id=project_id,
-                    key=owner,
-                    id=str(uuid.uuid4()),
-                    user_id=conversation["user_id"],
-                    application_id=conversation.get("application_id"),
-                    scope_tokens=node_tokens(
-                        project_id,
-                        Scope(
-                            application_id=conversation.get("application_id"), user_id=conversation["user_id"]
-                        ),
-                    ),
-                    now=now_iso(),
-                    preference_id=new_id,
-                )
+            if is_current:
+                on_record.append({"id": new_id, "value_norm": value_norm, "valid_from": valid_from})
+            if label == "Preference":
+                new_preferences.append(new_id)
+        for label, rows in creates.items():
+            tx.run(cypher.DERIVED_CREATE.format(label=label), rows=rows, project_id=project_id).consume()
+        for label, rows in additions.items():
+            tx.run(cypher.DERIVED_ADD_SOURCES.format(label=label), rows=rows, project_id=project_id).consume()
+        for label, rows in supersedes.items():
+            tx.run(cypher.DERIVED_SUPERSEDE.format(label=label), rows=rows, project_id=project_id).consume()
+        if new_preferences and conversation.get("user_id"):
+            tx.run(
+                cypher.PROFILE_LINK,
+                project_id=project_id,
+                key=owner,
+                id=str(uuid.uuid4()),
+                user_id=conversation["user_id"],
+                application_id=conversation.get("application_id"),
+                scope_tokens=node_tokens(
+                    project_id,
+                    Scope(application_id=conversation.get("application_id"), user_id=conversation["user_id"]),
+                ),
+                now=now_iso(),
+                preference_ids=new_preferences,
+            ).consume()
 
     graph.write_tx(work)
     return counts

@@ -15,7 +15,19 @@ from memory.scope import Scope
 pytestmark = pytest.mark.django_db
 
 SCOPE = Scope(user_id="u", thread_id="t")
-LISTS = {"ids", "rows", "hits", "links", "memory_ids", "sources", "conversation_ids", "vector", "embedding"}
+LISTS = {
+    "keys",
+    "preference_ids",
+    "ids",
+    "rows",
+    "hits",
+    "links",
+    "memory_ids",
+    "sources",
+    "conversation_ids",
+    "vector",
+    "embedding",
+}
 INTS = {"limit", "batch", "fetch", "first_seq", "last_seq", "summarized_seq", "tokens"}
 
 
@@ -32,7 +44,8 @@ def _queries() -> dict[str, str]:
     for name in dir(cypher):
         value = getattr(cypher, name)
         if (
-            not name.isupper()
+            name.startswith("_")
+            or not name.isupper()
             or not isinstance(value, str)
             or "MATCH" not in value
             and "CREATE (" not in value
