@@ -10,7 +10,7 @@ import json
 import logging
 import uuid
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -77,3 +77,24 @@ def _deliver(event: ProgressEvent) -> None:
             get_redis().publish(channel, json.dumps(payload))
         except Exception as exc:  # noqa: BLE001
             logger.warning("progress event not published on redis channel %s: %s", channel, exc)
+
+
+def job_progress(
+    job: Any, *, message_type: str, phase: str, pct: int, summary: str, details: str = ""
+) -> None:
+    """Record a job's phase and percentage and send the matching progress event."""
+    from core.models import Job
+
+    pct = max(0, min(100, pct))
+    Job.objects.filter(pk=job.pk).update(phase=phase, progress_pct=pct)
+    publish(
+        ProgressEvent(
+            message_type=message_type,  # type: ignore[arg-type]
+            project_id=job.project_id,
+            job_id=job.id,
+            phase=phase,
+            progress_pct=pct,
+            thought_summary=summary,
+            details_md=details,
+        )
+    )

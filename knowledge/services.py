@@ -26,7 +26,7 @@ from core.graph.tenancy import chunk_label, project_index_ensure
 from core.llm.usage import usage_meter
 from core.metadata import encode_pairs
 from core.models import Job, Project
-from core.progress import ProgressEvent, publish
+from core.progress import ProgressEvent, job_progress, publish
 from core.services import project_embedder_check
 from knowledge import cypher
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
@@ -145,17 +145,8 @@ def _resolve_references(project_id: str, documents: list[DocumentInput]) -> list
 
 
 def _progress(job: Job, phase: str, pct: int, summary: str, details: str = "") -> None:
-    Job.objects.filter(pk=job.pk).update(phase=phase, progress_pct=max(0, min(100, pct)))
-    publish(
-        ProgressEvent(
-            message_type="ingestion_progress",
-            project_id=job.project_id,
-            job_id=job.id,
-            phase=phase,
-            progress_pct=max(0, min(100, pct)),
-            thought_summary=summary,
-            details_md=details,
-        )
+    job_progress(
+        job, message_type="ingestion_progress", phase=phase, pct=pct, summary=summary, details=details
     )
 
 

@@ -67,6 +67,12 @@ def _scope(data: dict[str, Any] | None) -> Scope:
     return Scope(**{k: data.get(k) for k in SCOPE_KEYS}).require()
 
 
+def _scoped(serializer_class: type[serializers.Serializer], data: Any) -> tuple[dict[str, Any], Scope]:
+    """A body validated by `serializer_class` and its validated, non-empty `scope`."""
+    body = _valid(serializer_class, data)
+    return body, _scope(_valid(ScopeSerializer, body["scope"]))
+
+
 class EmbeddingField(serializers.Field):
     """A list of numbers, checked in one pass: a per-element FloatField costs seconds for a batch
     of 1,000 384-dimension vectors. Dimensions and finiteness are checked by the service."""
@@ -117,8 +123,7 @@ class MemoryStoreApi(ProjectApi):
 
     @extend_schema(request=StoreInputSerializer, responses={201: StoreOutputSerializer})
     def post(self, request: Request, project_id: str) -> Response:
-        data = _valid(StoreInputSerializer, request.data)
-        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        data, scope = _scoped(StoreInputSerializer, request.data)
         raw = data["messages"]
         services.memories_batch_check(count=len(raw))  # 413 before validating each message
         batch = MessageSerializer(data=raw, many=True)  # one field set for the whole batch
@@ -172,8 +177,7 @@ class MemorySearchApi(ProjectApi):
 
     @extend_schema(request=SearchInputSerializer)
     def post(self, request: Request, project_id: str) -> Response:
-        data = _valid(SearchInputSerializer, request.data)
-        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        data, scope = _scoped(SearchInputSerializer, request.data)
         result = selectors.memories_search(
             project_id=project_id,
             scope=scope,
@@ -207,8 +211,7 @@ class MemoryForgetApi(ProjectApi):
 
     @extend_schema(request=ScopeOnlySerializer)
     def post(self, request: Request, project_id: str) -> Response:
-        data = _valid(ScopeOnlySerializer, request.data)
-        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        data, scope = _scoped(ScopeOnlySerializer, request.data)
         result = services.memories_forget(
             project_id=project_id, scope=scope, requested_by=_requested_by(request)
         )
@@ -220,8 +223,7 @@ class MemorySummarizeApi(ProjectApi):
 
     @extend_schema(request=ScopeOnlySerializer)
     def post(self, request: Request, project_id: str) -> Response:
-        data = _valid(ScopeOnlySerializer, request.data)
-        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        data, scope = _scoped(ScopeOnlySerializer, request.data)
         job_id = services.memories_summarize(project_id=project_id, scope=scope)
         return Response({"job_id": job_id}, status=status.HTTP_202_ACCEPTED)
 
@@ -236,8 +238,7 @@ class MemoryConsolidateApi(ProjectApi):
 
     @extend_schema(request=ConsolidateInputSerializer)
     def post(self, request: Request, project_id: str) -> Response:
-        data = _valid(ConsolidateInputSerializer, request.data)
-        scope = _scope(_valid(ScopeSerializer, data["scope"]))
+        data, scope = _scoped(ConsolidateInputSerializer, request.data)
         job_id = services.memories_consolidate_queue(
             project_id=project_id,
             scope=scope,

@@ -21,7 +21,7 @@ from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from core.graph.schema import ensure_schema
 from core.models import Job, Project
-from core.progress import ProgressEvent, publish
+from core.progress import job_progress
 from core.services import project_embedder_check
 from knowledge.pipeline.chunking import count_tokens
 from memory import cypher, extraction
@@ -63,18 +63,7 @@ def _prepare(project_id: str, scope: Scope) -> None:
 
 
 def _progress(job: Job, phase: str, pct: int, summary: str, details: str = "") -> None:
-    Job.objects.filter(pk=job.pk).update(phase=phase, progress_pct=max(0, min(100, pct)))
-    publish(
-        ProgressEvent(
-            message_type="memory_progress",
-            project_id=job.project_id,
-            job_id=job.id,
-            phase=phase,
-            progress_pct=max(0, min(100, pct)),
-            thought_summary=summary,
-            details_md=details,
-        )
-    )
+    job_progress(job, message_type="memory_progress", phase=phase, pct=pct, summary=summary, details=details)
 
 
 # --- store ----------------------------------------------------------------------------------------------
