@@ -291,6 +291,23 @@ RETRIEVAL_GRAPH_MAX_RELATED = 10  # related entities followed per entity
 # co-occurrence relations added noise: recall@5 83.5 at 0, 82.5 at 0.5)
 RETRIEVAL_GRAPH_RELATED_WEIGHT = 0.0
 
+# --- DRIFT search (POST /retrieve, seed 002) -----------------------------------------------------------
+DRIFT_TOP_K = env.int("DRIFT_TOP_K", default=5)  # primer communities when the request gives no top_k
+DRIFT_MAX_DEPTH = env.int("DRIFT_MAX_DEPTH", default=2)  # follow-up rounds
+DRIFT_MAX_FOLLOWUPS = env.int("DRIFT_MAX_FOLLOWUPS", default=5)  # follow-ups run per round
+DRIFT_CONCURRENCY = env.int("DRIFT_CONCURRENCY", default=5)  # follow-ups of a round run side by side
+DRIFT_FOLLOWUP_TIMEOUT_SEC = env.float("DRIFT_FOLLOWUP_TIMEOUT_SEC", default=60.0)  # slower: dropped
+DRIFT_SAMPLE_CHUNKS = env.int("DRIFT_SAMPLE_CHUNKS", default=3)  # representative chunks per community
+DRIFT_FOLLOWUP_CHUNKS = env.int("DRIFT_FOLLOWUP_CHUNKS", default=10)  # hybrid hits per follow-up
+MAX_CHUNKS_FOR_PROMPT = env.int("MAX_CHUNKS_FOR_PROMPT", default=12)  # chunks shown to a local executor
+# A question is "nothing relevant" when no chunk reaches this cosine and no fulltext term matches
+DRIFT_MIN_RELEVANCE = env.float("DRIFT_MIN_RELEVANCE", default=0.2)
+# Tuning constants (not from the environment)
+DRIFT_NEIGHBOUR_CHUNKS = 3  # chunks of related entities added to a follow-up's context
+DRIFT_MAX_ENTITIES = 8  # entities per chunk in a neighbourhood
+DRIFT_MAX_RELATIONS = 8  # relations per chunk in a neighbourhood
+DRIFT_KEY_FACTS = 6  # key facts of an extractive answer
+
 # --- Memory ------------------------------------------------------------------------------------------
 # Roles stored from a batch; other roles are skipped and reported back
 MEMORY_ROLES = env.list("MEMORY_ROLES", default=["user", "assistant"])

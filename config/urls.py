@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core.apis import HealthzApi
+from retrieval.drift.apis import RetrieveApi
 
 handler400 = "core.errors.handler400"
 handler403 = "core.errors.handler403"
@@ -11,6 +12,7 @@ handler500 = "core.errors.handler500"
 
 urlpatterns = [
     path("healthz", HealthzApi.as_view(), name="healthz"),
+    path("retrieve", RetrieveApi.as_view(), name="retrieve"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -92,7 +92,7 @@ _DRF_CODES: list[tuple[type[drf.APIException], int, str]] = [
 ]
 
 
-def _unavailable_dependency(exc: BaseException) -> DependencyUnavailable | None:
+def unavailable_dependency(exc: BaseException) -> DependencyUnavailable | None:
     """Map a driver/client connection error to DependencyUnavailable, else None."""
     if isinstance(exc, DependencyUnavailable):
         return exc
@@ -116,7 +116,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         body = envelope("payload_too_large", "request body is too large")
         return Response(body, status=413)
 
-    err = exc if isinstance(exc, PlatformError) else _unavailable_dependency(exc)
+    err = exc if isinstance(exc, PlatformError) else unavailable_dependency(exc)
     if err is not None:
         if isinstance(err, DependencyUnavailable):
             logger.warning("dependency unavailable: %s (%s)", err.dependency, err.details.get("reason"))
@@ -178,7 +178,7 @@ def handler500(request: HttpRequest) -> JsonResponse:
 
 def dependency_response(exc: BaseException) -> JsonResponse | None:
     """For middleware: a 503 envelope if `exc` means a dependency is down, else None."""
-    err = _unavailable_dependency(exc)
+    err = unavailable_dependency(exc)
     if err is None:
         return None
     logger.warning("dependency unavailable: %s (%s)", err.dependency, err.details.get("reason"))

@@ -61,6 +61,12 @@ def publish(event: ProgressEvent) -> None:
     transaction.on_commit(lambda: _deliver(event), robust=True)
 
 
+def publish_now(event: ProgressEvent) -> None:
+    """Send `event` at once: for work that writes nothing to SQL (a DRIFT search), whose events must
+    not wait for a surrounding transaction."""
+    _deliver(event)
+
+
 def _deliver(event: ProgressEvent) -> None:
     payload = event.payload()
     try:

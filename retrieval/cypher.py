@@ -43,9 +43,22 @@ FULLTEXT = """
 CALL db.index.fulltext.queryNodes('chunk_fulltext', $lucene, {limit: $fetch}) YIELD node, score
 WITH node, score
 WHERE node.project_id = $project_id AND ($document_ids IS NULL OR node.document_id IN $document_ids)
+  AND ($chunk_ids IS NULL OR node.id IN $chunk_ids)
 RETURN node.id AS chunk_id, score
 ORDER BY score DESC, chunk_id
 LIMIT $limit
+"""
+
+# Exact cosine over a given set of chunks (DRIFT's community-scoped follow-ups): looked up by id.
+VECTOR_EXACT_IDS = """
+UNWIND $chunk_ids AS cid
+MATCH (node:Chunk {id: cid})
+WHERE node.project_id = $project_id AND node.embedding IS NOT NULL
+  AND ($document_ids IS NULL OR node.document_id IN $document_ids)
+WITH node, vector.similarity.cosine(node.embedding, $vector) AS score
+ORDER BY score DESC, node.id
+LIMIT $limit
+RETURN node.id AS chunk_id, score
 """
 
 DOCUMENTS_MATCHING = """

@@ -33,6 +33,7 @@ class Scope:
 
     project_id: str
     document_ids: list[str] | None = None  # None: the whole project
+    chunk_ids: list[str] | None = None  # None: every chunk of the documents (DRIFT narrows to these)
 
 
 @dataclass

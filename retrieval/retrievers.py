@@ -65,7 +65,11 @@ class Retriever(ABC):
     def _search(self, query: Query, *, limit: int) -> list[Candidate]: ...
 
     def _params(self) -> dict[str, object]:
-        return {"project_id": self.scope.project_id, "document_ids": self.scope.document_ids}
+        return {
+            "project_id": self.scope.project_id,
+            "document_ids": self.scope.document_ids,
+            "chunk_ids": self.scope.chunk_ids,
+        }
 
 
 # --- scope sizes ---------------------------------------------------------------------------------
@@ -119,6 +123,11 @@ class VectorRetriever(Retriever):
     name = "vector"
 
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
+        if self.scope.chunk_ids is not None:  # a given set of chunks: looked up by id and scored exactly
+            if not self.scope.chunk_ids:
+                return []
+            rows = graph.read(cypher.VECTOR_EXACT_IDS, vector=query.vector(), limit=limit, **self._params())
+            return _candidates(rows)
         size, total = scope_size(self.scope)
         if size == 0:
             return []
@@ -163,6 +172,8 @@ class FulltextRetriever(Retriever):
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
         terms = lucene.query_terms(query.text, max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS)
         ids = self.scope.document_ids
+        if self.scope.chunk_ids is not None:
+            return self._among_chunks(terms, limit)
         in_lucene = ids is None or len(ids) <= LUCENE_MAX_DOCUMENT_CLAUSES
         text = lucene.chunk_query(
             terms, project_id=self.scope.project_id, document_ids=ids if in_lucene else None
@@ -176,6 +187,19 @@ class FulltextRetriever(Retriever):
             if in_lucene or len(rows) >= limit or fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
                 return _candidates(rows)
             fetch *= 4
+
+    def _among_chunks(self, terms: list[str], limit: int) -> list[Candidate]:
+        """BM25 restricted to the scope's chunk ids: the project's hits over-fetched by the set's share
+        of the project, then filtered to the set."""
+        chunk_ids = self.scope.chunk_ids or []
+        text = lucene.chunk_query(terms, project_id=self.scope.project_id, document_ids=None)
+        if not text or not chunk_ids:
+            return []
+        project_size = scope_size(Scope(project_id=self.scope.project_id))[0]
+        share = project_size / max(1, len(chunk_ids))
+        fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, max(limit * 4, math.ceil(limit * share * 2)))
+        rows = graph.read(cypher.FULLTEXT, lucene=text, fetch=fetch, limit=limit, **self._params())
+        return _candidates(rows)
 
 
 class HybridRetriever(Retriever):

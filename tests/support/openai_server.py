@@ -16,6 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 
@@ -40,6 +41,8 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.script: deque[Step] = deque()
         self.requests: list[RecordedRequest] = []
+        self.responder: Callable[[dict[str, Any]], Step | None] | None = None
+        self.chat_delay_sec = 0.0
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -73,6 +76,8 @@ class FakeOpenAI:
         with self._lock:
             self.script.clear()
             self.requests.clear()
+            self.responder = None
+            self.chat_delay_sec = 0.0
 
     def requests_to(self, suffix: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.split("?")[0].endswith(suffix)]
@@ -135,7 +140,13 @@ class FakeOpenAI:
                 fake.requests.append(
                     RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
-                step = fake._next_step() or Step()
+                path = self.path.split("?")[0]
+                step = fake._next_step()
+                if step is None and fake.responder is not None and path.endswith("/chat/completions"):
+                    step = fake.responder(body)
+                step = step or Step()
+                if path.endswith("/chat/completions") and fake.chat_delay_sec:
+                    time.sleep(fake.chat_delay_sec)
                 if step.delay_sec:
                     time.sleep(step.delay_sec)
                 if step.status != 200:
@@ -144,7 +155,6 @@ class FakeOpenAI:
                     }
                     self._send(step.status, message, step.headers, step.body)
                     return
-                path = self.path.split("?")[0]
                 if path.endswith("/chat/completions"):
                     self._chat(body, step)
                 elif path.endswith("/embeddings"):

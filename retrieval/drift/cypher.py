@@ -1,0 +1,91 @@
+"""Cypher of DRIFT search (seed 002 sections 4 and 5, on this platform's labels). Every query is
+parameterised and scoped by $project_id; scores are exact cosine over the project's own nodes, so no
+other tenant's communities or chunks can enter a result."""
+
+from __future__ import annotations
+
+PROJECT_STATS = """
+CALL () { MATCH (ch:Chunk {project_id: $project_id}) RETURN count(ch) AS chunks }
+CALL () { MATCH (c:Community {project_id: $project_id}) RETURN count(c) AS communities, max(c.level) AS max_level }
+RETURN chunks, communities, max_level
+"""
+
+# Top-k communities of one level ($level NULL: every level) by similarity to the query vector.
+COMMUNITIES_BY_LEVEL = """
+MATCH (c:Community {project_id: $project_id})
+WHERE ($level IS NULL OR c.level = $level) AND c.embedding IS NOT NULL
+WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
+ORDER BY score DESC, c.id
+LIMIT $k
+RETURN c.id AS id, c.community AS key, c.level AS level, coalesce(c.title, c.community) AS title,
+       coalesce(c.summary, '') AS summary, score
+"""
+
+# The 1..$per chunks of each community (through its level-0 descendants) closest to the query.
+COMMUNITY_SAMPLE_CHUNKS = """
+UNWIND $community_ids AS cid
+MATCH (c:Community {id: cid})
+WHERE c.project_id = $project_id
+CALL (c) {
+  MATCH (c)<-[:IN_COMMUNITY*0..10]-(:Community {level: 0})<-[:IN_COMMUNITY]-(ch:Chunk)
+  WHERE ch.project_id = $project_id AND ch.embedding IS NOT NULL
+  WITH DISTINCT ch
+  WITH ch, vector.similarity.cosine(ch.embedding, $vector) AS score
+  ORDER BY score DESC, ch.id
+  LIMIT $per
+  RETURN collect({chunk_id: ch.id, score: score}) AS top
+}
+RETURN c.id AS community_id, top
+"""
+
+# Every chunk under the given communities: the scope of a follow-up.
+COMMUNITY_CHUNK_IDS = """
+MATCH (c:Community {project_id: $project_id})
+WHERE c.id IN $community_ids
+MATCH (c)<-[:IN_COMMUNITY*0..10]-(:Community {level: 0})<-[:IN_COMMUNITY]-(ch:Chunk)
+WHERE ch.project_id = $project_id
+RETURN collect(DISTINCT ch.id) AS chunk_ids
+"""
+
+CHUNKS_HYDRATE = """
+UNWIND $chunk_ids AS cid
+MATCH (ch:Chunk {id: cid})
+WHERE ch.project_id = $project_id
+OPTIONAL MATCH (d:Document {id: ch.document_id})
+WHERE d.project_id = $project_id
+RETURN ch.id AS chunk_id, ch.document_id AS document_id, coalesce(d.title, d.id, 'unknown') AS document_name,
+       coalesce(ch.text, '') AS text
+"""
+
+# Seed 002's neighbourhood expansion: a chunk's entities, their related entities with the relation
+# descriptions, and chunks that mention those related entities (bounded at every step).
+NEIGHBOURHOOD = """
+UNWIND $chunk_ids AS cid
+MATCH (ch:Chunk {id: cid})
+WHERE ch.project_id = $project_id
+CALL (ch) {
+  OPTIONAL MATCH (ch)-[:HAS_ENTITY]->(e:Entity)
+  WITH e ORDER BY COUNT { (e)<-[:HAS_ENTITY]-() } ASC, e.id
+  LIMIT $max_entities
+  RETURN collect(e) AS ents
+}
+CALL (ents) {
+  UNWIND ents AS e
+  MATCH (e)-[r:RELATED]-(e2:Entity)
+  WITH e, r, e2 ORDER BY r.weight DESC, e2.id
+  LIMIT $max_relations
+  RETURN collect({source: e.name, target: e2.name, description: coalesce(r.description, ''),
+                  entity_id: e2.id}) AS relations, collect(e2) AS related
+}
+CALL (ch, related) {
+  UNWIND related AS e2
+  MATCH (e2)<-[:HAS_ENTITY]-(ch2:Chunk)
+  WHERE ch2 <> ch AND ch2.project_id = $project_id
+  WITH DISTINCT ch2 LIMIT $max_neighbours
+  RETURN collect(ch2.id) AS neighbour_chunk_ids
+}
+RETURN ch.id AS chunk_id,
+       [e IN ents | {id: e.id, name: e.name, type: e.type, description: coalesce(e.description, ''),
+                     community: [(e)-[:IN_COMMUNITY]->(c:Community) | c.id][0]}] AS entities,
+       relations, neighbour_chunk_ids
+"""

@@ -1,0 +1,381 @@
+"""DRIFT search (seed 002): primer on communities, concurrent community-scoped follow-ups, aggregation.
+
+initializing → expanding_query (HyDE) → retrieving_communities (hierarchical primer, sample chunks)
+→ executing_followup × rounds (scoped hybrid retrieval + neighbourhood, local answers)
+→ aggregating_results → completed            (or error, then the exception propagates)
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from django.conf import settings
+
+from core.embeddings import get_embedder
+from core.errors import PlatformError
+from core.graph.schema import ensure_schema
+from core.llm.client import LLMInvalidOutput, llm_configured
+from core.models import Project
+from core.services import project_embedder_check
+from retrieval.drift import citations, selectors
+from retrieval.drift.dto import (
+    ChunkInfo,
+    DriftOutcome,
+    Followup,
+    FollowupContext,
+    FollowupResult,
+)
+from retrieval.drift.progress import Reporter
+from retrieval.drift.strategies import Strategy, strategy_for
+from retrieval.dto import Scope
+from retrieval.retrievers import FulltextRetriever, HybridRetriever, Query
+
+logger = logging.getLogger("retrieval.drift")
+
+_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="drift")
+
+
+class _Run:
+    """State of one retrieval shared by its steps: every chunk seen (for citation mapping)."""
+
+    def __init__(self, *, project_id: str, query: str, strategy: Strategy, reporter: Reporter) -> None:
+        self.project_id = project_id
+        self.query = query
+        self.strategy = strategy
+        self.reporter = reporter
+        self.known: dict[str, ChunkInfo] = {}
+        self.valid_ids: set[str] = set()
+        self.timings_ms: dict[str, float] = {}
+
+    def remember(self, chunks: list[ChunkInfo]) -> None:
+        for chunk in chunks:
+            self.known.setdefault(chunk.chunk_id, chunk)
+            self.valid_ids.add(chunk.chunk_id)
+
+    def timed(self, name: str, started: float) -> None:
+        self.timings_ms[name] = round(
+            self.timings_ms.get(name, 0.0) + (time.perf_counter() - started) * 1000, 2
+        )
+
+
+def _no_data(run: _Run, reason: str, stats: dict[str, Any]) -> DriftOutcome:
+    run.reporter.phase("completed", "No data found for this question", reason)
+    return DriftOutcome(
+        final_answer="",
+        key_facts=[],
+        residual_uncertainty="",
+        mode=run.strategy.mode,
+        no_data_found=True,
+        stats=stats,
+    )
+
+
+def drift_search(
+    *,
+    project_id: str,
+    query: str,
+    top_k: int | None = None,
+    max_depth: int | None = None,
+    max_followups: int | None = None,
+    community_level: int | None = None,
+    retrieval_id: str | None = None,
+) -> tuple[DriftOutcome, dict[str, Any]]:
+    """Run DRIFT for `query` in the project. Returns the outcome and its usage/timing figures."""
+    started = time.perf_counter()
+    retrieval_id = retrieval_id or str(uuid.uuid4())
+    reporter = Reporter(project_id=project_id, retrieval_id=retrieval_id)
+    reporter.phase("initializing", "Starting DRIFT search", f"**Question:** {query[:300]}")
+    strategy = strategy_for(llm=llm_configured())
+    run = _Run(project_id=project_id, query=query, strategy=strategy, reporter=reporter)
+    try:
+        outcome = _pipeline(
+            run,
+            top_k=top_k or settings.DRIFT_TOP_K,
+            max_depth=max_depth or settings.DRIFT_MAX_DEPTH,
+            max_followups=max_followups or settings.DRIFT_MAX_FOLLOWUPS,
+            community_level=community_level,
+        )
+    except Exception as exc:
+        code = exc.code if isinstance(exc, PlatformError) else "internal_error"
+        reporter.error("DRIFT search failed", f"**{code}**: {str(exc)[:300]}")
+        raise
+    figures = {
+        "retrieval_id": retrieval_id,
+        "usage": strategy.meter.as_dict(),
+        "took_ms": round((time.perf_counter() - started) * 1000, 2),
+        "timings_ms": run.timings_ms,
+    }
+    return outcome, figures
+
+
+def _pipeline(
+    run: _Run, *, top_k: int, max_depth: int, max_followups: int, community_level: int | None
+) -> DriftOutcome:
+    project_id, query = run.project_id, run.query
+    project_embedder_check(project=Project.objects.get(pk=project_id))
+    ensure_schema()
+    stats = selectors.project_stats(project_id=project_id)
+    outcome_stats: dict[str, Any] = {"communities": 0, "followups": 0, "depth": 0, "chunks_retrieved": 0}
+    if stats["chunks"] == 0:
+        return _no_data(run, "The project has no chunks yet.", outcome_stats)
+    embedder = get_embedder()
+
+    # --- expanding_query: HyDE (with an LLM) or pseudo-relevance feedback (without) ---------------------
+    run.reporter.phase("expanding_query", "Expanding the question (HyDE)")
+    t = time.perf_counter()
+    hits: list[ChunkInfo] = []
+    if run.strategy.mode == "extractive":
+        found = HybridRetriever(scope=Scope(project_id=project_id)).search(
+            Query(text=query, embed=embedder.embed_one), limit=3
+        )
+        hits = _hydrate(run, [(c.chunk_id, c.score) for c in found])
+    expansion = run.strategy.expand(query, hits=hits)
+    run.timed("expanding_query", t)
+    t = time.perf_counter()
+    vector = embedder.embed_one(f"{query}\n\n{expansion}" if expansion else query)
+    run.timed("embedding", t)
+    run.reporter.phase(
+        "expanding_query",
+        "Query expanded",
+        f"**Hypothetical answer:** {expansion[:400]}" if expansion else "No expansion",
+    )
+
+    # --- retrieving_communities: hierarchical primer ---------------------------------------------------
+    run.reporter.phase("retrieving_communities", "Finding the communities closest to the question")
+    t = time.perf_counter()
+    communities = selectors.primer_communities(
+        project_id=project_id, vector=vector, k=top_k, max_level=stats["max_level"], level=community_level
+    )
+    samples_raw = selectors.sample_chunks(
+        project_id=project_id,
+        community_ids=[c.id for c in communities],
+        vector=vector,
+        per=settings.DRIFT_SAMPLE_CHUNKS,
+    )
+    all_samples = [pair for pairs in samples_raw.values() for pair in pairs]
+    if not communities:  # no community graph (yet): the project's closest chunks stand in
+        found = HybridRetriever(scope=Scope(project_id=project_id)).search(
+            Query(text=query, embed=embedder.embed_one, _vector=vector),
+            limit=settings.DRIFT_SAMPLE_CHUNKS * 2,
+        )
+        all_samples = [(c.chunk_id, c.score) for c in found]
+    hydrated = _hydrate(run, all_samples)
+    by_id = {c.chunk_id: c for c in hydrated}
+    samples = {cid: [by_id[i] for i, _s in pairs if i in by_id] for cid, pairs in samples_raw.items()}
+    run.timed("retrieving_communities", t)
+    outcome_stats["communities"] = len(communities)
+    if not _relevant(run, vector_scores=[s for _i, s in all_samples], project_id=project_id):
+        return _no_data(run, "Nothing in the project is close to this question.", outcome_stats)
+    levels = sorted({c.level for c in communities}, reverse=True)
+    run.reporter.phase(
+        "retrieving_communities",
+        f"Found {len(communities)} communities"
+        + (f" (levels {', '.join(map(str, levels))})" if levels else ""),
+        "\n".join(f"- **{c.title}** (level {c.level}, score {c.score:.3f})" for c in communities),
+    )
+    t = time.perf_counter()
+    primer = run.strategy.primer(query, communities, samples, max_followups=max_followups)
+    run.timed("primer", t)
+    if not communities:
+        for f in primer.followups:
+            f.targets = []
+
+    # --- executing_followup: rounds of concurrent, community-scoped follow-ups -------------------------
+    results: list[FollowupResult] = []
+    pending = primer.followups[:max_followups]
+    for depth in range(1, max_depth + 1):
+        if not pending:
+            break
+        for f in pending:
+            f.depth = depth
+        round_results = _round(run, pending, depth=depth, max_depth=max_depth, embedder=embedder)
+        results += round_results
+        outcome_stats["depth"] = depth
+        ranked = sorted((r for r in round_results if r.should_continue), key=lambda r: -r.confidence)
+        asked = {f.question.lower() for f in [*primer.followups, *(r.followup for r in results)]}
+        pending = []
+        for r in ranked:
+            for f in r.new_followups:
+                if f.question.lower() not in asked and len(pending) < max_followups:
+                    asked.add(f.question.lower())
+                    pending.append(f)
+    outcome_stats["followups"] = len(results)
+    outcome_stats["chunks_retrieved"] = len(run.valid_ids)
+
+    # --- aggregating_results ----------------------------------------------------------------------------
+    cited = {c["chunk_id"]: c for r in results for c in r.citations}
+    names = citations.document_names(cited.values())
+    run.reporter.phase(
+        "aggregating_results",
+        f"Aggregating {len(results)} follow-up answers",
+        ("**Sources:** " + ", ".join(names)) if names else "",
+    )
+    t = time.perf_counter()
+    aggregate = run.strategy.aggregate(query, primer, results, known=run.known)
+    run.timed("aggregating_results", t)
+    key_facts = [
+        {
+            "fact": fact,
+            "citations": citations.enrich(ids, cited=cited, known=run.known, valid_ids=run.valid_ids),
+        }
+        for fact, ids in aggregate.facts
+    ]
+    final_names = citations.document_names(c for f in key_facts for c in f["citations"])
+    run.reporter.phase(
+        "completed",
+        "DRIFT search complete",
+        ("**Sources:** " + ", ".join(f"[{n}]" for n in final_names)) if final_names else "",
+    )
+    return DriftOutcome(
+        final_answer=aggregate.final_answer,
+        key_facts=key_facts,
+        residual_uncertainty=aggregate.residual_uncertainty,
+        mode=run.strategy.mode,
+        stats=outcome_stats,
+    )
+
+
+def _hydrate(run: _Run, scored: list[tuple[str, float]]) -> list[ChunkInfo]:
+    ids = list(dict.fromkeys(i for i, _s in scored))
+    infos = selectors.chunks_hydrate(
+        project_id=run.project_id, chunk_ids=[i for i in ids if i not in run.known]
+    )
+    run.remember(list(infos.values()))
+    score: dict[str, float] = {}
+    for i, s in scored:
+        score.setdefault(i, s)
+    out = []
+    for i in ids:
+        info = run.known.get(i)
+        if info is not None:
+            out.append(ChunkInfo(info.chunk_id, info.document_id, info.document_name, info.text, score[i]))
+    return out
+
+
+def _relevant(run: _Run, *, vector_scores: list[float], project_id: str) -> bool:
+    """Something is relevant when a chunk is close enough or any query term is in the text."""
+    if any(s >= settings.DRIFT_MIN_RELEVANCE for s in vector_scores):
+        return True
+    found = FulltextRetriever(scope=Scope(project_id=project_id)).search(
+        Query(text=run.query, embed=lambda _t: []), limit=1
+    )
+    return bool(found)
+
+
+def _round(
+    run: _Run, followups: list[Followup], *, depth: int, max_depth: int, embedder: Any
+) -> list[FollowupResult]:
+    """One round: the follow-ups run side by side (at most DRIFT_CONCURRENCY); one that fails or takes
+    longer than DRIFT_FOLLOWUP_TIMEOUT_SEC is dropped with a warning, the others go on."""
+    low = 40 + 40 * (depth - 1) // max_depth
+    span = 40 // max_depth
+    texts = [f.search_text or f.question for f in followups]
+    t = time.perf_counter()
+    for f, vec in zip(followups, embedder.embed(texts), strict=True):
+        f.vector = vec
+    run.timed("embedding", t)
+    run.reporter.phase(
+        "executing_followup",
+        f"Round {depth}: {len(followups)} follow-up question{'s' if len(followups) != 1 else ''}",
+        "\n".join(f"- {f.question}" for f in followups),
+        pct=low,
+    )
+    results: list[FollowupResult] = []
+    limit = max(1, settings.DRIFT_CONCURRENCY)
+    queue = list(followups)
+    running: dict[Future[FollowupResult], Followup] = {}
+    deadline: dict[Future[FollowupResult], float] = {}
+    done_count = 0
+    while queue or running:
+        while queue and len(running) < limit:
+            f = queue.pop(0)
+            ctx = contextvars.copy_context()
+            future = _pool.submit(ctx.run, _followup, run, f)
+            running[future] = f
+            deadline[future] = time.monotonic() + settings.DRIFT_FOLLOWUP_TIMEOUT_SEC
+        timeout = max(0.0, min(deadline[fu] for fu in running) - time.monotonic())
+        finished, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
+        now = time.monotonic()
+        for future in list(running):
+            f = running[future]
+            if future in finished:
+                done_count += 1
+                del running[future]
+                try:
+                    result = future.result()
+                except LLMInvalidOutput as exc:
+                    _drop(run, f, "drift_followup_invalid_output", exc.message)
+                    continue
+                except PlatformError as exc:
+                    if exc.status_code >= 500 and exc.code != "llm_invalid_output":
+                        raise  # the LLM or the database is down: the search fails
+                    _drop(run, f, "drift_followup_failed", exc.message)
+                    continue
+                results.append(result)
+                _report_followup(
+                    run,
+                    result,
+                    pct=low + span * done_count // len(followups),
+                    n=done_count,
+                    total=len(followups),
+                )
+            elif now >= deadline[future]:
+                done_count += 1
+                del running[future]
+                future.cancel()
+                _drop(
+                    run,
+                    f,
+                    "drift_followup_timeout",
+                    f"no answer within {settings.DRIFT_FOLLOWUP_TIMEOUT_SEC}s",
+                )
+    return results
+
+
+def _drop(run: _Run, followup: Followup, event: str, reason: str) -> None:
+    logger.warning(
+        event, extra={"drift": {"event": event, "question": followup.question[:200], "reason": reason[:300]}}
+    )
+    run.reporter.phase("executing_followup", f"Follow-up dropped: {followup.question[:120]}", reason[:300])
+
+
+def _report_followup(run: _Run, result: FollowupResult, *, pct: int, n: int, total: int) -> None:
+    lines = citations.followup_lines(result.citations)
+    details = f"**{result.followup.question}**\n\n{citations.excerpt(result.answer, 400)}"
+    if lines:
+        details += "\n\n" + "\n".join(f"- {line}" for line in lines)
+    run.reporter.phase(
+        "executing_followup",
+        f"Follow-up {n}/{total} answered (confidence {result.confidence:.2f})",
+        details,
+        pct=pct,
+    )
+
+
+def _followup(run: _Run, followup: Followup) -> FollowupResult:
+    """Scoped retrieval (vector + fulltext over the target communities' chunks), neighbourhood
+    expansion, then the local answer."""
+    project_id = run.project_id
+    chunk_ids = (
+        selectors.community_chunk_ids(project_id=project_id, community_ids=followup.targets)
+        if followup.targets
+        else None
+    )
+    scope = Scope(project_id=project_id, chunk_ids=chunk_ids)
+    assert followup.vector is not None
+    q = Query(text=followup.search_text or followup.question, embed=lambda _t: [], _vector=followup.vector)
+    found = HybridRetriever(scope=scope).search(q, limit=settings.DRIFT_FOLLOWUP_CHUNKS)
+    hits = _hydrate(run, [(c.chunk_id, c.score) for c in found])
+    hoods = selectors.neighbourhoods(project_id=project_id, chunk_ids=[c.chunk_id for c in hits])
+    neighbour_ids = [n for h in hoods for n in h.neighbour_chunk_ids if n not in {c.chunk_id for c in hits}]
+    neighbour_ids = list(dict.fromkeys(neighbour_ids))
+    neighbours = _hydrate(run, [(n, 0.0) for n in neighbour_ids[: settings.DRIFT_NEIGHBOUR_CHUNKS]])
+    valid = {c.chunk_id for c in hits} | set(neighbour_ids)
+    run.valid_ids.update(valid)
+    context = FollowupContext(chunks=[*hits, *neighbours], neighbourhoods=hoods, valid_ids=valid)
+    return run.strategy.local(run.query, followup, context)
