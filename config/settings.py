@@ -300,8 +300,9 @@ DRIFT_FOLLOWUP_TIMEOUT_SEC = env.float("DRIFT_FOLLOWUP_TIMEOUT_SEC", default=60.
 DRIFT_SAMPLE_CHUNKS = env.int("DRIFT_SAMPLE_CHUNKS", default=3)  # representative chunks per community
 DRIFT_FOLLOWUP_CHUNKS = env.int("DRIFT_FOLLOWUP_CHUNKS", default=10)  # hybrid hits per follow-up
 MAX_CHUNKS_FOR_PROMPT = env.int("MAX_CHUNKS_FOR_PROMPT", default=12)  # chunks shown to a local executor
-# A question is "nothing relevant" when no chunk reaches this cosine and no fulltext term matches
-DRIFT_MIN_RELEVANCE = env.float("DRIFT_MIN_RELEVANCE", default=0.2)
+# A question is "nothing relevant" when no chunk reaches this vector score (Neo4j's cosine score,
+# (1 + cos) / 2: 0.6 is a cosine of 0.2) and no fulltext term matches
+DRIFT_MIN_RELEVANCE = env.float("DRIFT_MIN_RELEVANCE", default=0.6)
 # Tuning constants (not from the environment)
 DRIFT_NEIGHBOUR_CHUNKS = 3  # chunks of related entities added to a follow-up's context
 DRIFT_MAX_ENTITIES = 8  # entities per chunk in a neighbourhood

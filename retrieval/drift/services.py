@@ -33,7 +33,7 @@ from retrieval.drift.dto import (
 from retrieval.drift.progress import Reporter
 from retrieval.drift.strategies import Strategy, strategy_for
 from retrieval.dto import Scope
-from retrieval.retrievers import FulltextRetriever, HybridRetriever, Query
+from retrieval.retrievers import FulltextRetriever, HybridRetriever, Query, VectorRetriever
 
 logger = logging.getLogger("retrieval.drift")
 
@@ -137,7 +137,7 @@ def _pipeline(
     expansion = run.strategy.expand(query, hits=hits)
     run.timed("expanding_query", t)
     t = time.perf_counter()
-    vector = embedder.embed_one(f"{query}\n\n{expansion}" if expansion else query)
+    query_vector, vector = embedder.embed([query, f"{query}\n\n{expansion}" if expansion else query])
     run.timed("embedding", t)
     run.reporter.phase(
         "expanding_query",
@@ -169,7 +169,7 @@ def _pipeline(
     samples = {cid: [by_id[i] for i, _s in pairs if i in by_id] for cid, pairs in samples_raw.items()}
     run.timed("retrieving_communities", t)
     outcome_stats["communities"] = len(communities)
-    if not _relevant(run, vector_scores=[s for _i, s in all_samples], project_id=project_id):
+    if not _relevant(run, query_vector=query_vector):
         return _no_data(run, "Nothing in the project is close to this question.", outcome_stats)
     levels = sorted({c.level for c in communities}, reverse=True)
     run.reporter.phase(
@@ -257,14 +257,15 @@ def _hydrate(run: _Run, scored: list[tuple[str, float]]) -> list[ChunkInfo]:
     return out
 
 
-def _relevant(run: _Run, *, vector_scores: list[float], project_id: str) -> bool:
-    """Something is relevant when a chunk is close enough or any query term is in the text."""
-    if any(s >= settings.DRIFT_MIN_RELEVANCE for s in vector_scores):
+def _relevant(run: _Run, *, query_vector: list[float]) -> bool:
+    """Something is relevant when a chunk is close enough to the question itself (not to its HyDE
+    expansion, which an LLM writes for any question) or a term of the question is in a chunk's text."""
+    scope = Scope(project_id=run.project_id)
+    query = Query(text=run.query, embed=lambda _t: query_vector)
+    best = VectorRetriever(scope=scope).search(query, limit=1)
+    if best and best[0].score >= settings.DRIFT_MIN_RELEVANCE:
         return True
-    found = FulltextRetriever(scope=Scope(project_id=project_id)).search(
-        Query(text=run.query, embed=lambda _t: []), limit=1
-    )
-    return bool(found)
+    return bool(FulltextRetriever(scope=scope).search(query, limit=1))
 
 
 def _round(
