@@ -37,13 +37,37 @@ class ProjectOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class ProjectCreateApi(PlatformApi):
-    """Staff users or keys with the `admin` scope create projects."""
+class ProjectListCreateApi(PlatformApi):
+    """GET lists the projects the caller may see (a key: its own; staff: all); POST creates one
+    (staff users or keys with the `admin` scope). One view because both live on /projects."""
 
-    required_scope = "admin"
+    class ListSerializer(serializers.Serializer):
+        limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
+        offset = serializers.IntegerField(min_value=0, default=0)
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200, allow_blank=False, trim_whitespace=True)
+
+    @property
+    def required_scope(self) -> str:
+        return "admin" if self.request.method == "POST" else "read"
+
+    @extend_schema(parameters=[ListSerializer], responses={200: ProjectOutputSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        params = self.ListSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        limit, offset = params.validated_data["limit"], params.validated_data["offset"]
+        projects, total = selectors.project_list(
+            project_id=request_project_id(request), limit=limit, offset=offset
+        )
+        return Response(
+            {
+                "items": ProjectOutputSerializer(projects, many=True).data,
+                "total": total,
+                "limit": limit,
+                "offset": offset,
+            }
+        )
 
     @extend_schema(request=InputSerializer, responses={201: ProjectOutputSerializer})
     def post(self, request: Request) -> Response:

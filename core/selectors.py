@@ -25,6 +25,17 @@ def project_get(*, project_id: str) -> ProjectData:
     return project_data(row)
 
 
+def project_list(
+    *, project_id: str | None, limit: int = 100, offset: int = 0
+) -> tuple[list[ProjectData], int]:
+    """Projects by name; with `project_id` only that one (what an API key may see). Also the total."""
+    rows = Project.objects.all()
+    if project_id is not None:
+        rows = rows.filter(pk=project_id)
+    total = rows.count()
+    return [project_data(row) for row in rows.order_by("name", "id")[offset : offset + limit]], total
+
+
 def project_data(row: Project) -> ProjectData:
     return ProjectData(
         id=row.id,

@@ -1,4 +1,4 @@
-"""HTTP API of the knowledge app: documents and community rebuilds."""
+"""HTTP API of the knowledge app: documents, chunks and community rebuilds."""
 
 from __future__ import annotations
 
@@ -229,6 +229,24 @@ class DocumentDetailApi(ProjectApi):
     def delete(self, request: Request, project_id: str, document_id: str) -> Response:
         services.document_delete(project_id=project_id, document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ChunkOutputSerializer(serializers.Serializer):
+    chunk_id = serializers.CharField()
+    document_id = serializers.CharField(allow_null=True)
+    document_name = serializers.CharField()
+    index = serializers.IntegerField(allow_null=True)
+    text = serializers.CharField(allow_blank=True)
+
+
+class ChunkDetailApi(ProjectApi):
+    """One chunk's text, e.g. the evidence behind a DRIFT citation."""
+
+    @extend_schema(responses={200: ChunkOutputSerializer})
+    def get(self, request: Request, project_id: str, chunk_id: str) -> Response:
+        return Response(
+            ChunkOutputSerializer(selectors.chunk_get(project_id=project_id, chunk_id=chunk_id)).data
+        )
 
 
 class CommunitiesRebuildApi(ProjectApi):

@@ -199,6 +199,15 @@ DOCUMENTS_COUNT = """
 MATCH (d:Document {project_id: $project_id}) WHERE $status IS NULL OR d.status = $status RETURN count(d) AS n
 """
 
+CHUNK_GET = """
+MATCH (ch:Chunk {id: $id})
+WHERE ch.project_id = $project_id
+OPTIONAL MATCH (d:Document {id: ch.document_id})
+WHERE d.project_id = $project_id
+RETURN ch.id AS chunk_id, ch.document_id AS document_id, coalesce(d.title, d.id, 'unknown') AS document_name,
+       ch.index AS index, coalesce(ch.text, '') AS text
+"""
+
 DOCUMENT_DELETE = """
 MATCH (d:Document {project_id: $project_id, id: $id})
 OPTIONAL MATCH (d)-[:SOURCED_FROM]->(s:Source)

@@ -31,3 +31,11 @@ def document_list(
     rows = graph.read(cypher.DOCUMENTS_LIST, project_id=project_id, status=status, limit=limit, offset=offset)
     total = graph.read(cypher.DOCUMENTS_COUNT, project_id=project_id, status=status)[0]["n"]
     return [_document(r["doc"]) for r in rows], total
+
+
+def chunk_get(*, project_id: str, chunk_id: str) -> dict[str, Any]:
+    """One chunk with its document's name; another project's chunk is not found."""
+    rows = graph.read(cypher.CHUNK_GET, project_id=project_id, id=chunk_id)
+    if not rows:
+        raise NotFound("chunk not found")
+    return rows[0]
