@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core.apis import HealthzApi
 from retrieval.drift.apis import RetrieveApi
+from retrieval.ui import drift_page
 
 handler400 = "core.errors.handler400"
 handler403 = "core.errors.handler403"
@@ -13,6 +14,7 @@ handler500 = "core.errors.handler500"
 urlpatterns = [
     path("healthz", HealthzApi.as_view(), name="healthz"),
     path("retrieve", RetrieveApi.as_view(), name="retrieve"),
+    path("ui/drift/", drift_page, name="ui-drift"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
