@@ -198,7 +198,9 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+        # redis-py 8 gives sockets a 5 s read timeout by default, shorter than channels-redis's own
+        # blocking reads: an idle websocket would die after ~5 s (channels_redis #422)
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": 1000, "expiry": 60},
     }
 }
 

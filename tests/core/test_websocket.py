@@ -76,6 +76,26 @@ def test_valid_key_in_query_receives_project_events(tenants: tuple[Tenant, Tenan
     assert set(received) >= {"thought_summary", "details_md", "message_id", "timestamp"}
 
 
+@pytest.mark.slow
+def test_an_idle_socket_still_receives_events(tenants: tuple[Tenant, Tenant]) -> None:
+    """A listener that hears nothing for longer than redis-py's default socket timeout (5 s) stays
+    connected and gets the next event (a DRIFT search's first model call can take that long)."""
+    a, _ = tenants
+
+    async def scenario() -> Any:
+        from asgiref.sync import sync_to_async
+
+        communicator, connected, _ = await _connect(_path(a.project.id, a.read_key.key))
+        assert connected
+        assert await communicator.receive_nothing(timeout=7)
+        await sync_to_async(publish)(_event(a.project.id, phase="embedding"))
+        received = await communicator.receive_json_from(timeout=5)
+        await communicator.disconnect()
+        return received
+
+    assert async_to_sync(scenario)()["phase"] == "embedding"
+
+
 def test_key_in_subprotocol_is_accepted_and_echoed(tenants: tuple[Tenant, Tenant]) -> None:
     a, _ = tenants
 
