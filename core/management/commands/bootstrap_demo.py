@@ -40,6 +40,7 @@ class Command(BaseCommand):
             f"  API docs       {base}/api/docs/",
             f"  health         {base}/healthz",
             f"  admin          {base}/admin/   (user admin, password {password})",
+            f"  DRIFT page     {base}/ui/drift/",
             f"  progress (ws)  {base.replace('http', 'ws', 1)}/ws/v1/projects/{project_id}/progress/",
             f"  demo project   {project_id}",
             f"  sample corpus  {sample}",
