@@ -1,4 +1,190 @@
-"""Cypher of the sessions_graph app. Always parameterised."""
+"""Cypher of the sessions_graph app (seed 004). Always parameterised and scoped by $project_id.
 
-# Constraints and indexes this app needs beyond its neomodel classes (applied by graph_schema).
-SCHEMA: list[str] = []
+Concurrent writers of one session are ordered by setting `_lock` on the session node first: the
+second writer waits for the first to commit, then reads its `last_update_time` (and fails the
+optimistic check, or appends after it with the next `seq`).
+"""
+
+from __future__ import annotations
+
+SCHEMA: list[str] = [
+    "CREATE CONSTRAINT session_key IF NOT EXISTS "
+    "FOR (s:Session) REQUIRE (s.project_id, s.app_name, s.user_id, s.session_id) IS UNIQUE",
+    "CREATE INDEX session_listing IF NOT EXISTS "
+    "FOR (s:Session) ON (s.project_id, s.app_name, s.user_id, s.last_update_time)",
+    "CREATE INDEX event_by_seq IF NOT EXISTS FOR (e:Event) ON (e.session_uid, e.seq)",
+    "CREATE INDEX event_by_time IF NOT EXISTS FOR (e:Event) ON (e.session_uid, e.timestamp)",
+    "CREATE CONSTRAINT app_key IF NOT EXISTS FOR (a:App) REQUIRE (a.project_id, a.name) IS UNIQUE",
+    "CREATE CONSTRAINT user_key IF NOT EXISTS FOR (u:User) REQUIRE (u.project_id, u.app_name, u.user_id) IS UNIQUE",
+    "CREATE CONSTRAINT app_state_key IF NOT EXISTS FOR (a:AppState) REQUIRE (a.project_id, a.app_name) IS UNIQUE",
+    "CREATE CONSTRAINT user_state_key IF NOT EXISTS "
+    "FOR (u:UserState) REQUIRE (u.project_id, u.app_name, u.user_id) IS UNIQUE",
+]
+
+SESSION_CREATE = """
+MERGE (a:App {project_id: $project_id, name: $app_name})
+  ON CREATE SET a.id = randomUUID()
+MERGE (u:User {project_id: $project_id, app_name: $app_name, user_id: $user_id})
+  ON CREATE SET u.id = randomUUID()
+MERGE (a)-[:HAS_USER]->(u)
+CREATE (s:Session {id: $uid, project_id: $project_id, app_name: $app_name, user_id: $user_id,
+                   session_id: $session_id, state_json: $state_json, created_at: $now,
+                   last_update_time: $now, event_count: 0})
+CREATE (u)-[:STARTED_SESSION]->(s)
+RETURN s.id AS uid
+"""
+
+SESSION_FIELDS = """s {.id, .session_id, .app_name, .user_id, .state_json, .created_at, .last_update_time,
+                  .event_count} AS session"""
+
+SESSION_GET = (
+    """
+MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
+RETURN """
+    + SESSION_FIELDS
+)
+
+SHADOW_STATE = """
+OPTIONAL MATCH (a:AppState {project_id: $project_id, app_name: $app_name})
+OPTIONAL MATCH (u:UserState {project_id: $project_id, app_name: $app_name, user_id: $user_id})
+RETURN a.state_json AS app_state, u.state_json AS user_state
+"""
+
+# The last $n events (by seq, through the (session_uid, seq) index), optionally after a time.
+EVENTS_RECENT = """
+MATCH (e:Event)
+WHERE e.session_uid = $uid AND e.seq > $from_seq AND ($after IS NULL OR e.timestamp > $after)
+RETURN e.event_json AS event_json, e.seq AS seq
+ORDER BY e.seq
+"""
+
+EVENTS_AFTER_TIME = """
+MATCH (e:Event)
+WHERE e.session_uid = $uid AND e.timestamp > $after
+RETURN e.event_json AS event_json, e.seq AS seq
+ORDER BY e.seq
+"""
+
+SESSIONS_LIST = (
+    """
+MATCH (s:Session)
+WHERE s.project_id = $project_id AND s.app_name = $app_name AND s.user_id = $user_id
+  AND s.last_update_time IS NOT NULL
+  AND ($before IS NULL OR s.last_update_time < $before
+       OR (s.last_update_time = $before AND s.session_id < $before_id))
+RETURN """
+    + SESSION_FIELDS
+    + """
+ORDER BY s.last_update_time DESC, s.session_id DESC
+LIMIT $limit
+"""
+)
+
+SESSION_DELETE = """
+MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
+WITH s, s.id AS uid
+CALL (uid) {
+  MATCH (t:ToolCall {session_uid: uid}) DETACH DELETE t
+}
+CALL (uid) {
+  MATCH (e:Event) WHERE e.session_uid = uid DETACH DELETE e
+}
+DETACH DELETE s
+RETURN uid
+"""
+
+SESSION_LOCK = """
+MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
+SET s._lock = true
+RETURN s.id AS uid, s.last_update_time AS last_update_time, s.event_count AS event_count,
+       s.state_json AS state_json
+"""
+
+SHADOW_LOCK = """
+MERGE (a:AppState {project_id: $project_id, app_name: $app_name})
+  ON CREATE SET a.id = randomUUID(), a.state_json = '{}'
+SET a._lock = true
+WITH a
+MERGE (u:UserState {project_id: $project_id, app_name: $app_name, user_id: $user_id})
+  ON CREATE SET u.id = randomUUID(), u.state_json = '{}'
+SET u._lock = true
+RETURN a.state_json AS app_state, u.state_json AS user_state
+"""
+
+SHADOW_WRITE = """
+MATCH (a:AppState {project_id: $project_id, app_name: $app_name})
+MATCH (u:UserState {project_id: $project_id, app_name: $app_name, user_id: $user_id})
+SET a.state_json = $app_state, a.version = $now, u.state_json = $user_state, u.version = $now
+REMOVE a._lock, u._lock
+"""
+
+# One event: the node, its place in the chain, the state it wrote, the tools it called or answered.
+EVENT_APPEND = """
+MATCH (s:Session {id: $uid})
+CREATE (e:Event {id: randomUUID(), project_id: $project_id, session_uid: $uid, event_id: $event.event_id,
+                 seq: $event.seq, author: $event.author, timestamp: $event.timestamp,
+                 invocation_id: $event.invocation_id, content_json: $event.content_json,
+                 actions_json: $event.actions_json, event_json: $event.event_json, text: $event.text})
+CREATE (e)-[:OF_SESSION]->(s)
+SET s.state_json = $state_json, s.last_update_time = $now, s.event_count = $event.seq
+REMOVE s._lock
+WITH s, e
+CALL (e) {
+  MATCH (prev:Event) WHERE prev.session_uid = $uid AND prev.seq = $event.seq - 1
+  CREATE (prev)-[:NEXT]->(e)
+}
+CALL (s, e) {
+  UNWIND $writes AS w
+  CREATE (e)-[:WROTE_STATE {key: w.key, from_value_json: w.from_json, to_value_json: w.to_json,
+                            timestamp: $event.timestamp}]->(s)
+}
+CALL (e) {
+  UNWIND $calls AS c
+  CREATE (t:ToolCall {id: randomUUID(), project_id: $project_id, session_uid: $uid, call_id: c.call_id,
+                      name: c.name, parameters_json: c.parameters_json, timestamp: $event.timestamp,
+                      status: 'called'})
+  CREATE (e)-[:INVOKED_TOOL]->(t)
+}
+CALL (e) {
+  UNWIND $responses AS r
+  MATCH (t:ToolCall {session_uid: $uid})
+  WHERE (r.call_id IS NOT NULL AND t.call_id = r.call_id) OR (r.call_id IS NULL AND t.name = r.name AND t.status = 'called')
+  WITH r, t ORDER BY t.timestamp DESC LIMIT 1
+  SET t.status = CASE WHEN r.error THEN 'error' ELSE 'responded' END,
+      t.latency_ms = toInteger(round(($event.timestamp - t.timestamp) * 1000)),
+      t.response_json = r.response_json
+  CREATE (e)-[:RESPONDED_TO]->(t)
+}
+RETURN e.id AS uid
+"""
+
+TIMELINE = """
+MATCH (e:Event)
+WHERE e.session_uid = $uid AND e.seq > $after_seq
+WITH e ORDER BY e.seq LIMIT $limit
+OPTIONAL MATCH (e)-[w:WROTE_STATE]->(:Session)
+WITH e, collect(w {.key, .from_value_json, .to_value_json}) AS writes
+OPTIONAL MATCH (e)-[:INVOKED_TOOL]->(t:ToolCall)
+WITH e, writes, collect(t {.call_id, .name, .parameters_json, .status, .latency_ms}) AS calls
+OPTIONAL MATCH (e)-[:RESPONDED_TO]->(r:ToolCall)
+RETURN e.seq AS seq, e.event_id AS event_id, e.author AS author, e.timestamp AS timestamp, e.text AS text,
+       writes, calls, collect(r.call_id) AS responded
+ORDER BY seq
+"""
+
+TOOL_STATS = """
+MATCH (t:ToolCall {session_uid: $uid})
+RETURN t.name AS name, count(t) AS calls, count(t.latency_ms) AS responded,
+       sum(CASE WHEN t.status = 'error' THEN 1 ELSE 0 END) AS errors,
+       avg(t.latency_ms) AS avg_latency_ms, max(t.latency_ms) AS max_latency_ms
+ORDER BY calls DESC, name
+"""
+
+STATE_HISTORY = """
+MATCH (e:Event)-[w:WROTE_STATE]->(s:Session {id: $uid})
+WHERE $key IS NULL OR w.key = $key
+RETURN w.key AS key, w.from_value_json AS from_json, w.to_value_json AS to_json, w.timestamp AS timestamp,
+       e.event_id AS event_id, e.author AS author, e.seq AS seq
+ORDER BY e.seq, key
+LIMIT $limit
+"""

@@ -1,0 +1,239 @@
+"""HTTP API of the sessions graph (seed 004) under /api/v1/projects/{pid}/apps/{app}/users/{user}/sessions."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api_base import ProjectApi
+from core.errors import InvalidInput, NotFound
+from retrieval.apis import StrictSerializer
+from sessions_graph import selectors, services
+
+MAX_NAME_CHARS = 256
+
+
+def _names(**names: str) -> None:
+    for field, value in names.items():
+        if not value or len(value) > MAX_NAME_CHARS or "\x00" in value:
+            raise InvalidInput(
+                f"{field} must be 1-{MAX_NAME_CHARS} characters without NUL", details={"field": field}
+            )
+
+
+def _int_param(request: Request, name: str, *, low: int, high: int, default: int | None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{name} must be an integer", details={"field": name}) from exc
+    if not low <= value <= high:
+        raise InvalidInput(f"{name} must be between {low} and {high}", details={"field": name})
+    return value
+
+
+def _float_param(request: Request, name: str) -> float | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{name} must be a number of seconds", details={"field": name}) from exc
+    if value != value or value in (float("inf"), float("-inf")):
+        raise InvalidInput(f"{name} must be a finite number", details={"field": name})
+    return value
+
+
+def _cursor_out(cursor: tuple[int, str] | None) -> str | None:
+    if cursor is None:
+        return None
+    return base64.urlsafe_b64encode(json.dumps(list(cursor)).encode()).decode()
+
+
+def _cursor_in(raw: str | None) -> tuple[int, str] | None:
+    if not raw:
+        return None
+    try:
+        ltu, sid = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        if not isinstance(ltu, int) or not isinstance(sid, str):
+            raise ValueError
+        return ltu, sid
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor is not one this API issued", details={"field": "cursor"}) from exc
+
+
+class SessionCreateSerializer(StrictSerializer):
+    session_id = serializers.CharField(max_length=MAX_NAME_CHARS, required=False, allow_null=True)
+    state = serializers.DictField(required=False)
+
+
+class EventAppendSerializer(StrictSerializer):
+    event = serializers.DictField()
+    expected_last_update_time = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+
+    def validate_event(self, value: dict[str, Any]) -> dict[str, Any]:
+        author = value.get("author")
+        if not isinstance(author, str) or not author or len(author) > MAX_NAME_CHARS:
+            raise serializers.ValidationError(f"author must be a string of 1-{MAX_NAME_CHARS} characters")
+        if "id" in value and (
+            not isinstance(value["id"], str) or not value["id"] or len(value["id"]) > MAX_NAME_CHARS
+        ):
+            raise serializers.ValidationError("id must be a non-empty string")
+        return value
+
+
+class SessionListCreateApi(ProjectApi):
+    @extend_schema(
+        parameters=[OpenApiParameter("limit", int), OpenApiParameter("cursor", str)],
+        responses={200: dict},
+    )
+    def get(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
+        _names(app_name=app_name, user_id=user_id)
+        limit = _int_param(request, "limit", low=1, high=1000, default=100)
+        assert limit is not None
+        sessions, cursor = selectors.session_list(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            limit=limit,
+            before=_cursor_in(request.query_params.get("cursor")),
+        )
+        return Response({"sessions": sessions, "next_cursor": _cursor_out(cursor)})
+
+    @extend_schema(request=SessionCreateSerializer, responses={201: dict})
+    def post(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
+        _names(app_name=app_name, user_id=user_id)
+        params = SessionCreateSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        if data.get("session_id") is not None:
+            _names(session_id=data["session_id"])
+        session = services.session_create(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=data.get("session_id"),
+            state=data.get("state") or {},
+        )
+        return Response(session, status=status.HTTP_201_CREATED)
+
+
+class SessionDetailApi(ProjectApi):
+    @extend_schema(
+        parameters=[OpenApiParameter("num_recent_events", int), OpenApiParameter("after_timestamp", float)],
+        responses={200: dict},
+    )
+    def get(
+        self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
+    ) -> Response:
+        _names(app_name=app_name, user_id=user_id, session_id=session_id)
+        session = selectors.session_get(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            num_recent_events=_int_param(request, "num_recent_events", low=0, high=100_000, default=None),
+            after_timestamp=_float_param(request, "after_timestamp"),
+        )
+        if session is None:
+            raise NotFound("session not found")
+        return Response(session)
+
+    def delete(
+        self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
+    ) -> Response:
+        _names(app_name=app_name, user_id=user_id, session_id=session_id)
+        services.session_delete(
+            project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _if_match(request: Request) -> int | None:
+    raw = request.headers.get("If-Match")
+    if raw is None:
+        return None
+    try:
+        return int(raw.strip().strip('"'))
+    except ValueError as exc:
+        raise InvalidInput(
+            "If-Match must be the session's last_update_time", details={"field": "If-Match"}
+        ) from exc
+
+
+class EventAppendApi(ProjectApi):
+    @extend_schema(request=EventAppendSerializer, responses={201: dict})
+    def post(
+        self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
+    ) -> Response:
+        _names(app_name=app_name, user_id=user_id, session_id=session_id)
+        params = EventAppendSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        expected = _if_match(request)
+        if expected is None:
+            expected = data.get("expected_last_update_time")
+        written = services.event_append(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            event=data["event"],
+            expected_last_update_time=expected,
+        )
+        return Response(
+            written, status=status.HTTP_201_CREATED, headers={"ETag": str(written["last_update_time"])}
+        )
+
+
+class SessionTimelineApi(ProjectApi):
+    def get(
+        self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
+    ) -> Response:
+        _names(app_name=app_name, user_id=user_id, session_id=session_id)
+        items = selectors.session_timeline(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            after_seq=_int_param(request, "after_seq", low=0, high=10**9, default=0) or 0,
+            limit=_int_param(request, "limit", low=1, high=1000, default=100) or 100,
+        )
+        return Response({"events": items})
+
+
+class SessionToolStatsApi(ProjectApi):
+    def get(
+        self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
+    ) -> Response:
+        _names(app_name=app_name, user_id=user_id, session_id=session_id)
+        tools = selectors.session_tool_stats(
+            project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return Response({"tools": tools})
+
+
+class SessionStateHistoryApi(ProjectApi):
+    def get(
+        self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
+    ) -> Response:
+        _names(app_name=app_name, user_id=user_id, session_id=session_id)
+        key = request.query_params.get("key") or None
+        history = selectors.session_state_history(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            key=key,
+            limit=_int_param(request, "limit", low=1, high=10_000, default=1000) or 1000,
+        )
+        return Response({"changes": history})

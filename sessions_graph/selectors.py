@@ -1,0 +1,172 @@
+"""Reads of the sessions graph: sessions with their recent events, listings, timelines, tool usage
+and state lineage. Event reads go through the (session_uid, seq) and (session_uid, timestamp)
+indexes: no read scans a whole session."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core import graph
+from core.errors import NotFound
+from sessions_graph import cypher
+
+APP_PREFIX, USER_PREFIX = "app:", "user:"
+
+
+def _session(row: dict[str, Any], app_state: str | None, user_state: str | None) -> dict[str, Any]:
+    state = json.loads(row["state_json"] or "{}")
+    state.update({f"{APP_PREFIX}{k}": v for k, v in json.loads(app_state or "{}").items()})
+    state.update({f"{USER_PREFIX}{k}": v for k, v in json.loads(user_state or "{}").items()})
+    return {
+        "id": row["session_id"],
+        "app_name": row["app_name"],
+        "user_id": row["user_id"],
+        "state": state,
+        "created_at": row["created_at"],
+        "last_update_time": row["last_update_time"],
+        "event_count": row["event_count"] or 0,
+    }
+
+
+def _uid(*, project_id: str, app_name: str, user_id: str, session_id: str) -> tuple[str, dict[str, Any]]:
+    rows = graph.read(
+        cypher.SESSION_GET, project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id
+    )
+    if not rows:
+        raise NotFound("session not found")
+    return rows[0]["session"]["id"], rows[0]["session"]
+
+
+def session_get(
+    *,
+    project_id: str,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    num_recent_events: int | None = None,
+    after_timestamp: float | None = None,
+    with_events: bool = True,
+) -> dict[str, Any] | None:
+    """The session with its state (app and user state merged in) and the asked-for events: the last
+    `num_recent_events` (0: none), those after `after_timestamp`, or all."""
+    try:
+        uid, row = _uid(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
+    except NotFound:
+        return None
+    shadow = graph.read(cypher.SHADOW_STATE, project_id=project_id, app_name=app_name, user_id=user_id)[0]
+    session = _session(row, shadow["app_state"], shadow["user_state"])
+    if not with_events:
+        return session
+    count = session["event_count"]
+    if num_recent_events is not None:
+        rows = (
+            graph.read(
+                cypher.EVENTS_RECENT,
+                uid=uid,
+                from_seq=max(0, count - num_recent_events),
+                after=after_timestamp,
+            )
+            if num_recent_events > 0
+            else []
+        )
+    elif after_timestamp is not None:
+        rows = graph.read(cypher.EVENTS_AFTER_TIME, uid=uid, after=after_timestamp)
+    else:
+        rows = graph.read(cypher.EVENTS_RECENT, uid=uid, from_seq=0, after=None)
+    session["events"] = [json.loads(r["event_json"]) for r in rows]
+    return session
+
+
+def session_list(
+    *, project_id: str, app_name: str, user_id: str, limit: int, before: tuple[int, str] | None = None
+) -> tuple[list[dict[str, Any]], tuple[int, str] | None]:
+    """A page of the user's sessions, most recently updated first, without events; and the cursor of
+    the next page."""
+    rows = graph.read(
+        cypher.SESSIONS_LIST,
+        project_id=project_id,
+        app_name=app_name,
+        user_id=user_id,
+        before=before[0] if before else None,
+        before_id=before[1] if before else None,
+        limit=limit + 1,
+    )
+    shadow = graph.read(cypher.SHADOW_STATE, project_id=project_id, app_name=app_name, user_id=user_id)[0]
+    sessions = [_session(r["session"], shadow["app_state"], shadow["user_state"]) for r in rows[:limit]]
+    cursor = None
+    if len(rows) > limit:
+        last = sessions[-1]
+        cursor = (last["last_update_time"], last["id"])
+    return sessions, cursor
+
+
+def session_timeline(
+    *, project_id: str, app_name: str, user_id: str, session_id: str, after_seq: int, limit: int
+) -> list[dict[str, Any]]:
+    uid, _row = _uid(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
+    rows = graph.read(cypher.TIMELINE, uid=uid, after_seq=after_seq, limit=limit)
+    return [
+        {
+            "seq": r["seq"],
+            "event_id": r["event_id"],
+            "author": r["author"],
+            "timestamp": r["timestamp"],
+            "text": r["text"],
+            "state_writes": [
+                {
+                    "key": w["key"],
+                    "from": json.loads(w["from_value_json"]) if w["from_value_json"] is not None else None,
+                    "to": json.loads(w["to_value_json"]),
+                }
+                for w in r["writes"]
+            ],
+            "tool_calls": [
+                {
+                    "call_id": c["call_id"],
+                    "name": c["name"],
+                    "args": json.loads(c["parameters_json"] or "{}"),
+                    "status": c["status"],
+                    "latency_ms": c["latency_ms"],
+                }
+                for c in r["calls"]
+            ],
+            "responded_to": [c for c in r["responded"] if c],
+        }
+        for r in rows
+    ]
+
+
+def session_tool_stats(
+    *, project_id: str, app_name: str, user_id: str, session_id: str
+) -> list[dict[str, Any]]:
+    uid, _row = _uid(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
+    return [
+        {
+            "name": r["name"],
+            "calls": r["calls"],
+            "responded": r["responded"],
+            "errors": r["errors"],
+            "avg_latency_ms": round(r["avg_latency_ms"], 1) if r["avg_latency_ms"] is not None else None,
+            "max_latency_ms": r["max_latency_ms"],
+        }
+        for r in graph.read(cypher.TOOL_STATS, uid=uid)
+    ]
+
+
+def session_state_history(
+    *, project_id: str, app_name: str, user_id: str, session_id: str, key: str | None, limit: int
+) -> list[dict[str, Any]]:
+    uid, _row = _uid(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
+    return [
+        {
+            "key": r["key"],
+            "from": json.loads(r["from_json"]) if r["from_json"] is not None else None,
+            "to": json.loads(r["to_json"]),
+            "timestamp": r["timestamp"],
+            "event_id": r["event_id"],
+            "author": r["author"],
+            "seq": r["seq"],
+        }
+        for r in graph.read(cypher.STATE_HISTORY, uid=uid, key=key, limit=limit)
+    ]

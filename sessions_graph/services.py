@@ -1,0 +1,264 @@
+"""Sessions (seed 004): create, append events under optimistic locking, delete.
+
+State scopes follow ADK: `app:` keys live on the app's `AppState`, `user:` keys on the user's
+`UserState` (both merged into a session's state when it is read), `temp:` keys are never stored,
+every other key is session state whose every change is a `WROTE_STATE` edge from the event.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from typing import Any
+
+from neo4j import ManagedTransaction
+from neo4j.exceptions import ConstraintError
+
+from core import graph
+from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from core.graph.schema import ensure_schema
+from sessions_graph import cypher
+from sessions_graph.selectors import session_get
+
+APP_PREFIX, USER_PREFIX, TEMP_PREFIX = "app:", "user:", "temp:"
+MAX_EVENT_BYTES = 1024 * 1024
+MAX_STATE_BYTES = 1024 * 1024
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _json(value: Any, *, what: str) -> str:
+    """Strict JSON (no NaN or Infinity): anything else is not a state value."""
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{what} is not JSON-serialisable: {exc}", details={"field": what}) from exc
+
+
+def _split_state(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(session, app, user) parts of a state delta; `temp:` keys are dropped."""
+    session: dict[str, Any] = {}
+    app: dict[str, Any] = {}
+    user: dict[str, Any] = {}
+    for key, value in delta.items():
+        if key.startswith(TEMP_PREFIX):
+            continue
+        if key.startswith(APP_PREFIX):
+            app[key[len(APP_PREFIX) :]] = value
+        elif key.startswith(USER_PREFIX):
+            user[key[len(USER_PREFIX) :]] = value
+        else:
+            session[key] = value
+    return session, app, user
+
+
+def session_create(
+    *,
+    project_id: str,
+    app_name: str,
+    user_id: str,
+    session_id: str | None = None,
+    state: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A new session; its initial state is split by scope like an event's delta (409 if the id is taken)."""
+    session_state, app_delta, user_delta = _split_state(state or {})
+    state_json = _json(session_state, what="state")
+    if len(state_json.encode()) > MAX_STATE_BYTES:
+        raise PayloadTooLarge(f"state is larger than {MAX_STATE_BYTES} bytes")
+    session_id = session_id or str(uuid.uuid4())
+    now = now_ms()
+    ensure_schema()
+
+    def work(tx: ManagedTransaction) -> None:
+        tx.run(
+            cypher.SESSION_CREATE,
+            uid=str(uuid.uuid4()),
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            state_json=state_json,
+            now=now,
+        ).consume()
+        if app_delta or user_delta:
+            _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now)
+
+    try:
+        graph.write_tx(work)
+    except ConstraintError as exc:
+        raise Conflict(f"session {session_id!r} already exists", details={"session_id": session_id}) from exc
+    found = session_get(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
+    assert found is not None
+    return found
+
+
+def _shadow_update(
+    tx: ManagedTransaction,
+    project_id: str,
+    app_name: str,
+    user_id: str,
+    app_delta: dict[str, Any],
+    user_delta: dict[str, Any],
+    now: int,
+) -> None:
+    row = tx.run(cypher.SHADOW_LOCK, project_id=project_id, app_name=app_name, user_id=user_id).single()
+    assert row is not None
+    app_state = {**json.loads(row["app_state"] or "{}"), **app_delta}
+    user_state = {**json.loads(row["user_state"] or "{}"), **user_delta}
+    tx.run(
+        cypher.SHADOW_WRITE,
+        project_id=project_id,
+        app_name=app_name,
+        user_id=user_id,
+        app_state=_json(app_state, what="app state"),
+        user_state=_json(user_state, what="user state"),
+        now=now,
+    ).consume()
+
+
+def _event_text(content: dict[str, Any] | None) -> str:
+    parts = (content or {}).get("parts") or []
+    return "\n".join(str(p["text"]) for p in parts if isinstance(p, dict) and p.get("text"))
+
+
+def _tool_parts(content: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    calls: list[dict[str, Any]] = []
+    responses: list[dict[str, Any]] = []
+    for part in (content or {}).get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        call = part.get("function_call") or part.get("functionCall")
+        if isinstance(call, dict) and call.get("name"):
+            calls.append(
+                {
+                    "call_id": call.get("id"),
+                    "name": str(call["name"]),
+                    "parameters_json": _json(call.get("args") or {}, what="function_call.args"),
+                }
+            )
+        answer = part.get("function_response") or part.get("functionResponse")
+        if isinstance(answer, dict) and answer.get("name"):
+            response = answer.get("response") or {}
+            responses.append(
+                {
+                    "call_id": answer.get("id"),
+                    "name": str(answer["name"]),
+                    "response_json": _json(response, what="function_response.response"),
+                    "error": isinstance(response, dict) and "error" in response,
+                }
+            )
+    return calls, responses
+
+
+def event_append(
+    *,
+    project_id: str,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event: dict[str, Any],
+    expected_last_update_time: int | None = None,
+) -> dict[str, Any]:
+    """Append `event` (ADK's Event as JSON) and apply its state delta, atomically. With
+    `expected_last_update_time`, a session changed since (a stale writer) is 409 and nothing is written."""
+    event = dict(event)
+    event.setdefault("id", str(uuid.uuid4()))
+    timestamp = event.get("timestamp")
+    if timestamp is None:
+        event["timestamp"] = time.time()
+    elif (
+        not isinstance(timestamp, int | float) or isinstance(timestamp, bool) or not math.isfinite(timestamp)
+    ):
+        raise InvalidInput("event.timestamp must be a number of seconds", details={"field": "timestamp"})
+    event_json = _json(event, what="event")
+    if len(event_json.encode()) > MAX_EVENT_BYTES:
+        raise PayloadTooLarge(f"an event may have at most {MAX_EVENT_BYTES} bytes of JSON")
+    content = event.get("content")
+    actions = event.get("actions") or {}
+    if content is not None and not isinstance(content, dict):
+        raise InvalidInput("event.content must be an object", details={"field": "content"})
+    if not isinstance(actions, dict):
+        raise InvalidInput("event.actions must be an object", details={"field": "actions"})
+    delta = actions.get("state_delta") or actions.get("stateDelta") or {}
+    if not isinstance(delta, dict):
+        raise InvalidInput("event.actions.state_delta must be an object", details={"field": "state_delta"})
+    session_delta, app_delta, user_delta = _split_state(delta)
+    calls, responses = _tool_parts(content)
+    # temp: keys are not stored anywhere, not even inside the stored event
+    stored_actions = {
+        **actions,
+        "state_delta": {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)},
+    }
+    stored_event = {**event, "actions": stored_actions} if event.get("actions") is not None else event
+
+    def work(tx: ManagedTransaction) -> dict[str, Any]:
+        row = tx.run(
+            cypher.SESSION_LOCK,
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+        ).single()
+        if row is None:
+            raise NotFound("session not found")
+        if expected_last_update_time is not None and row["last_update_time"] != expected_last_update_time:
+            raise Conflict(
+                "the session changed since it was read (stale last_update_time); read it again and retry",
+                details={"last_update_time": row["last_update_time"], "expected": expected_last_update_time},
+            )
+        state = json.loads(row["state_json"] or "{}")
+        writes = []
+        for key, value in session_delta.items():
+            writes.append(
+                {
+                    "key": key,
+                    "from_json": _json(state[key], what=key) if key in state else None,
+                    "to_json": _json(value, what=key),
+                }
+            )
+            state[key] = value
+        now = max(now_ms(), int(row["last_update_time"] or 0) + 1)
+        seq = int(row["event_count"] or 0) + 1
+        tx.run(
+            cypher.EVENT_APPEND,
+            uid=row["uid"],
+            project_id=project_id,
+            now=now,
+            state_json=_json(state, what="state"),
+            event={
+                "event_id": str(event["id"]),
+                "seq": seq,
+                "author": str(event.get("author") or ""),
+                "timestamp": float(event["timestamp"]),
+                "invocation_id": event.get("invocation_id"),
+                "content_json": _json(content, what="content"),
+                "actions_json": _json(stored_actions, what="actions"),
+                "event_json": _json(stored_event, what="event"),
+                "text": _event_text(content),
+            },
+            writes=writes,
+            calls=calls,
+            responses=responses,
+        ).consume()
+        if app_delta or user_delta:
+            _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now)
+        return {"last_update_time": now, "seq": seq}
+
+    written = graph.write_tx(work)
+    return {"event": stored_event, **written}
+
+
+def session_delete(*, project_id: str, app_name: str, user_id: str, session_id: str) -> None:
+    rows = graph.write(
+        cypher.SESSION_DELETE,
+        project_id=project_id,
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+    )
+    if not rows:
+        raise NotFound("session not found")

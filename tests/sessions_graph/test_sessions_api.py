@@ -1,0 +1,361 @@
+"""Sessions graph API on the real stack (seed 004): sessions, ordered events, state scopes, tool
+calls, optimistic locking, cascade delete, listing, lineage; bad input and tenant boundaries."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from core import graph
+from tests.conftest import Tenant
+from tests.retrieval.helpers import node_count
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_graph")]
+
+
+def _base(t: Tenant, app: str = "app1", user: str = "u1") -> str:
+    return f"/api/v1/projects/{t.project.id}/apps/{app}/users/{user}/sessions"
+
+
+def _create(t: Tenant, **body: Any) -> dict[str, Any]:
+    response = t.client(t.write_key).post(_base(t), body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def _event(
+    author: str = "user", text: str = "hi", delta: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "author": author,
+        "content": {"role": author, "parts": [{"text": text}]},
+        **extra,
+    }
+    if delta is not None:
+        event["actions"] = {"state_delta": delta}
+    return event
+
+
+def _append(t: Tenant, sid: str, event: dict[str, Any], expected: int | None = None, **headers: str) -> Any:
+    body: dict[str, Any] = {"event": event}
+    if expected is not None:
+        body["expected_last_update_time"] = expected
+    return t.client(t.write_key).post(f"{_base(t)}/{sid}/events", body, format="json", **headers)
+
+
+def _get(t: Tenant, sid: str, query: str = "") -> Any:
+    return t.client(t.read_key).get(f"{_base(t)}/{sid}{query}")
+
+
+def test_create_get_with_initial_state_and_client_id(tenant_a: Tenant) -> None:
+    session = _create(
+        tenant_a, session_id="s-1", state={"topic": "x", "app:theme": "dark", "user:lang": "en", "temp:t": 1}
+    )
+    assert session["id"] == "s-1"
+    assert session["state"] == {"topic": "x", "app:theme": "dark", "user:lang": "en"}
+    got = _get(tenant_a, "s-1").json()
+    assert got["state"] == session["state"] and got["events"] == []
+    again = tenant_a.client(tenant_a.write_key).post(_base(tenant_a), {"session_id": "s-1"}, format="json")
+    assert again.status_code == 409
+    generated = _create(tenant_a)
+    assert generated["id"] and generated["id"] != "s-1"
+
+
+def test_events_are_ordered_and_state_scopes_apply(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    for i in range(5):
+        r = _append(
+            tenant_a,
+            sid,
+            _event(text=f"m{i}", delta={"n": i, "temp:scratch": i, "app:hits": i, "user:seen": True}),
+        )
+        assert r.status_code == 201, r.content
+    session = _get(tenant_a, sid).json()
+    assert [e["content"]["parts"][0]["text"] for e in session["events"]] == [f"m{i}" for i in range(5)]
+    assert session["state"] == {"n": 4, "app:hits": 4, "user:seen": True}
+    assert all("temp:scratch" not in e["actions"]["state_delta"] for e in session["events"])
+    # a linear NEXT chain of 5 events, no fork
+    chain = graph.read(
+        "MATCH (s:Session {session_id: $sid, project_id: $p})<-[:OF_SESSION]-(e:Event) "
+        "RETURN count(e) AS events, sum(COUNT { (e)-[:NEXT]->() }) AS nexts, "
+        "max(COUNT { (e)-[:NEXT]->() }) AS out, max(COUNT { ()-[:NEXT]->(e) }) AS inc",
+        sid=sid,
+        p=tenant_a.project.id,
+    )[0]
+    assert chain == {"events": 5, "nexts": 4, "out": 1, "inc": 1}
+    # app: and user: state is shared by the user's other sessions; session state is not
+    other = _create(tenant_a)
+    assert other["state"] == {"app:hits": 4, "user:seen": True}
+
+
+def test_get_loads_only_the_asked_events(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    for i in range(30):
+        _append(tenant_a, sid, _event(text=f"m{i}", timestamp=1000.0 + i))
+    recent = _get(tenant_a, sid, "?num_recent_events=3").json()["events"]
+    assert [e["content"]["parts"][0]["text"] for e in recent] == ["m27", "m28", "m29"]
+    after = _get(tenant_a, sid, "?after_timestamp=1025.0").json()["events"]
+    assert [e["timestamp"] for e in after] == [1026.0, 1027.0, 1028.0, 1029.0]
+    both = _get(tenant_a, sid, "?num_recent_events=10&after_timestamp=1027.5").json()["events"]
+    assert [e["timestamp"] for e in both] == [1028.0, 1029.0]
+    assert _get(tenant_a, sid, "?num_recent_events=0").json()["events"] == []
+
+
+def test_stale_writer_gets_409_and_nothing_is_written(tenant_a: Tenant) -> None:
+    session = _create(tenant_a)
+    sid, seen = session["id"], session["last_update_time"]
+    first = _append(tenant_a, sid, _event(text="first", delta={"k": 1}), expected=seen)
+    assert first.status_code == 201
+    before = node_count()
+    stale = _append(tenant_a, sid, _event(text="stale", delta={"k": 2}), expected=seen)
+    assert stale.status_code == 409
+    assert stale.json()["error"]["code"] == "conflict"
+    assert node_count() == before
+    current = _get(tenant_a, sid).json()
+    assert current["state"] == {"k": 1} and len(current["events"]) == 1
+    # If-Match carries the same check; the fresh value succeeds
+    ok = _append(tenant_a, sid, _event(text="fresh"), HTTP_IF_MATCH=f'"{first.json()["last_update_time"]}"')
+    assert ok.status_code == 201
+    stale_header = _append(tenant_a, sid, _event(text="x"), HTTP_IF_MATCH=str(seen))
+    assert stale_header.status_code == 409
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_appends_exactly_one_wins(tenant_a: Tenant) -> None:
+    session = _create(tenant_a)
+    sid, seen = session["id"], session["last_update_time"]
+    results: list[int] = []
+    barrier = threading.Barrier(2)
+
+    def writer(i: int) -> None:
+        barrier.wait()
+        results.append(
+            _append(tenant_a, sid, _event(text=f"w{i}", delta={"who": i}), expected=seen).status_code
+        )
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(results) == [201, 409]
+    events = _get(tenant_a, sid).json()["events"]
+    assert len(events) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_appends_without_a_check_keep_a_linear_chain(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    barrier = threading.Barrier(4)
+
+    def writer(i: int) -> None:
+        barrier.wait()
+        for j in range(5):
+            assert _append(tenant_a, sid, _event(text=f"w{i}-{j}")).status_code == 201
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    rows = graph.read(
+        "MATCH (s:Session {session_id: $sid, project_id: $p})<-[:OF_SESSION]-(e:Event) "
+        "RETURN collect(e.seq) AS seqs, max(COUNT { (e)-[:NEXT]->() }) AS out, "
+        "sum(COUNT { (e)-[:NEXT]->() }) AS nexts",
+        sid=sid,
+        p=tenant_a.project.id,
+    )[0]
+    assert sorted(rows["seqs"]) == list(range(1, 21)) and rows["out"] == 1 and rows["nexts"] == 19
+
+
+def test_tool_calls_are_nodes_linked_to_their_responses(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    call = {
+        "author": "agent",
+        "timestamp": 100.0,
+        "content": {
+            "role": "model",
+            "parts": [{"function_call": {"id": "c1", "name": "get_weather", "args": {"city": "Bern"}}}],
+        },
+    }
+    answer = {
+        "author": "agent",
+        "timestamp": 100.25,
+        "content": {
+            "role": "user",
+            "parts": [{"function_response": {"id": "c1", "name": "get_weather", "response": {"temp": 3}}}],
+        },
+    }
+    failing = {
+        "author": "agent",
+        "timestamp": 101.0,
+        "content": {
+            "role": "model",
+            "parts": [{"function_call": {"id": "c2", "name": "get_weather", "args": {"city": "?"}}}],
+        },
+    }
+    failed = {
+        "author": "agent",
+        "timestamp": 101.5,
+        "content": {
+            "role": "user",
+            "parts": [
+                {
+                    "function_response": {
+                        "id": "c2",
+                        "name": "get_weather",
+                        "response": {"error": "unknown city"},
+                    }
+                }
+            ],
+        },
+    }
+    for e in (call, answer, failing, failed):
+        assert _append(tenant_a, sid, e).status_code == 201
+    stats = tenant_a.client(tenant_a.read_key).get(f"{_base(tenant_a)}/{sid}/tool-calls").json()["tools"]
+    assert stats == [
+        {
+            "name": "get_weather",
+            "calls": 2,
+            "responded": 2,
+            "errors": 1,
+            "avg_latency_ms": 375.0,
+            "max_latency_ms": 500,
+        }
+    ]
+    timeline = tenant_a.client(tenant_a.read_key).get(f"{_base(tenant_a)}/{sid}/timeline").json()["events"]
+    assert timeline[0]["tool_calls"][0]["args"] == {"city": "Bern"}
+    assert timeline[1]["responded_to"] == ["c1"]
+
+
+def test_state_history_answers_who_changed_a_key(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a, state={"stage": "new"})["id"]
+    _append(tenant_a, sid, _event(author="planner", delta={"stage": "planned"}, timestamp=10.0))
+    _append(tenant_a, sid, _event(author="other", delta={"unrelated": 1}, timestamp=11.0))
+    _append(tenant_a, sid, _event(author="executor", delta={"stage": "done"}, timestamp=12.0))
+    history = (
+        tenant_a.client(tenant_a.read_key)
+        .get(f"{_base(tenant_a)}/{sid}/state-history?key=stage")
+        .json()["changes"]
+    )
+    assert [(h["author"], h["from"], h["to"], h["timestamp"]) for h in history] == [
+        ("planner", "new", "planned", 10.0),
+        ("executor", "planned", "done", 12.0),
+    ]
+
+
+def test_delete_cascades_but_keeps_shadow_state(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    _append(tenant_a, sid, _event(delta={"k": 1, "app:a": 1, "user:u": 1}))
+    _append(
+        tenant_a,
+        sid,
+        {"author": "agent", "content": {"parts": [{"function_call": {"id": "c", "name": "t", "args": {}}}]}},
+    )
+    response = tenant_a.client(tenant_a.write_key).delete(f"{_base(tenant_a)}/{sid}")
+    assert response.status_code == 204
+    left = graph.read(
+        "MATCH (n {project_id: $p}) RETURN labels(n)[0] AS label, count(n) AS n ORDER BY label",
+        p=tenant_a.project.id,
+    )
+    counts = {r["label"]: r["n"] for r in left}
+    assert "Event" not in counts and "ToolCall" not in counts and "Session" not in counts
+    assert counts.get("AppState") == 1 and counts.get("UserState") == 1
+    assert _get(tenant_a, sid).status_code == 404
+    assert _append(tenant_a, sid, _event()).status_code == 404
+    assert tenant_a.client(tenant_a.write_key).delete(f"{_base(tenant_a)}/{sid}").status_code == 404
+
+
+def test_list_pages_by_last_update(tenant_a: Tenant) -> None:
+    ids = [_create(tenant_a, session_id=f"s{i:02d}")["id"] for i in range(7)]
+    _append(tenant_a, "s00", _event())  # s00 becomes the most recently updated
+    client = tenant_a.client(tenant_a.read_key)
+    seen: list[str] = []
+    cursor = None
+    while True:
+        url = f"{_base(tenant_a)}?limit=3" + (f"&cursor={cursor}" if cursor else "")
+        page = client.get(url).json()
+        seen += [s["id"] for s in page["sessions"]]
+        assert all("events" not in s for s in page["sessions"])
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert seen[0] == "s00" and sorted(seen) == sorted(ids) and len(seen) == 7
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ('{"event": {"author": "u", "actions": {"state_delta": {"x": NaN}}}}', 400),
+        ('{"event": {"author": "u", "actions": {"state_delta": {"x": Infinity}}}}', 400),
+        ({"event": {"author": ""}}, 400),
+        ({"event": {"content": {"parts": []}}}, 400),
+        ({"event": {"author": "u", "actions": "nope"}}, 400),
+        ({"event": {"author": "u", "timestamp": "yesterday"}}, 400),
+        ({"event": "text"}, 400),
+        ({"event": {"author": "u"}, "extra": 1}, 400),
+        ({"event": {"author": "u", "content": {"parts": [{"text": "x" * (5 * 1024 * 1024)}]}}}, 413),
+    ],
+)
+def test_bad_events_are_refused_and_write_nothing(
+    tenant_a: Tenant, body: dict[str, Any], status: int
+) -> None:
+    sid = _create(tenant_a)["id"]
+    before = node_count()
+    response = tenant_a.client(tenant_a.write_key).post(
+        f"{_base(tenant_a)}/{sid}/events", body, format="json"
+    )
+    assert response.status_code == status, response.content[:300]
+    assert node_count() == before
+    assert _get(tenant_a, sid).json()["event_count"] == 0
+
+
+def test_names_with_query_syntax_are_plain_values(tenant_a: Tenant) -> None:
+    app, user = "a'}) DETACH DELETE n;", 'u" OR 1=1 AND text:*'
+    client = tenant_a.client(tenant_a.write_key)
+    base = f"/api/v1/projects/{tenant_a.project.id}/apps/{quote(app)}/users/{quote(user)}/sessions"
+    created = client.post(base, {"session_id": "(s)*"}, format="json")
+    assert created.status_code == 201, created.content
+    got = client.get(f"{base}/{quote('(s)*')}").json()
+    assert (got["app_name"], got["user_id"], got["id"]) == (app, user, "(s)*")
+    assert (
+        client.get(f"/api/v1/projects/{tenant_a.project.id}/apps/a/users/u/sessions").json()["sessions"] == []
+    )
+
+
+def test_bad_query_parameters(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    for query in (
+        "?num_recent_events=-1",
+        "?num_recent_events=x",
+        "?after_timestamp=soon",
+        "?after_timestamp=nan",
+    ):
+        assert _get(tenant_a, sid, query).status_code == 400, query
+    client = tenant_a.client(tenant_a.read_key)
+    assert client.get(f"{_base(tenant_a)}?cursor=garbage").status_code == 400
+    assert client.get(f"{_base(tenant_a)}?limit=0").status_code == 400
+    assert _get(tenant_a, "no-such-session").status_code == 404
+
+
+def test_another_projects_sessions_are_not_found(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    _append(tenant_a, sid, _event(delta={"app:x": 1}))
+    b = tenant_b.client(tenant_b.write_key)
+    # B's key on A's project: 404 for everything
+    assert b.get(f"{_base(tenant_a)}/{sid}").status_code == 404
+    assert b.post(f"{_base(tenant_a)}/{sid}/events", {"event": _event()}, format="json").status_code == 404
+    assert b.delete(f"{_base(tenant_a)}/{sid}").status_code == 404
+    # the same app/user/session names inside B's own project are B's own (nothing of A's)
+    assert b.get(f"{_base(tenant_b)}/{sid}").status_code == 404
+    own = b.post(_base(tenant_b), {"session_id": sid}, format="json")
+    assert own.status_code == 201 and own.json()["state"] == {}
+    assert _get(tenant_a, sid).json()["event_count"] == 1
+
+
+def test_read_key_cannot_write(tenant_a: Tenant) -> None:
+    response = tenant_a.client(tenant_a.read_key).post(_base(tenant_a), {}, format="json")
+    assert response.status_code == 403
