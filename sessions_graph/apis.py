@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from core.api_base import ProjectApi
 from core.errors import InvalidInput, NotFound
 from retrieval.apis import StrictSerializer
-from sessions_graph import selectors, services
+from sessions_graph import memory, selectors, services
 
 MAX_NAME_CHARS = 256
 
@@ -237,3 +237,97 @@ class SessionStateHistoryApi(ProjectApi):
             limit=_int_param(request, "limit", low=1, high=10_000, default=1000) or 1000,
         )
         return Response({"changes": history})
+
+
+class MemoryAddSerializer(StrictSerializer):
+    session_id = serializers.CharField(max_length=MAX_NAME_CHARS, required=False, allow_null=True)
+    events = serializers.ListField(child=serializers.DictField(), required=False, max_length=1000)
+    memories = serializers.ListField(child=serializers.DictField(), required=False, max_length=1000)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = [k for k in ("events", "memories") if attrs.get(k) is not None]
+        if len(given) > 1 or (not given and not attrs.get("session_id")):
+            raise serializers.ValidationError(
+                "give a session_id, events (optionally with a session_id) or memories"
+            )
+        if attrs.get("memories") is not None and attrs.get("session_id"):
+            raise serializers.ValidationError("memories belong to no session: leave session_id out")
+        return attrs
+
+
+class MemorySearchSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=10_000)
+    top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    mode = serializers.ChoiceField(choices=["vector", "fulltext", "hybrid"], required=False, allow_null=True)
+
+
+def _requested_by(request: Request) -> str:
+    prefix = getattr(getattr(request, "auth", None), "prefix", None)
+    return f"api_key:kp_{prefix}" if prefix else f"user:{getattr(request.user, 'username', '')}"
+
+
+class SessionMemoryApi(ProjectApi):
+    """Memory from sessions: add a stored session, given events or free texts; erase."""
+
+    @extend_schema(request=MemoryAddSerializer, responses={201: dict})
+    def post(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
+        _names(app_name=app_name, user_id=user_id)
+        params = MemoryAddSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        session_id = data.get("session_id")
+        if session_id:
+            _names(session_id=session_id)
+        if data.get("memories") is not None:
+            result = memory.memory_add_texts(
+                project_id=project_id, app_name=app_name, user_id=user_id, memories=data["memories"]
+            )
+        elif data.get("events") is not None:
+            result = memory.memory_add_events(
+                project_id=project_id,
+                app_name=app_name,
+                user_id=user_id,
+                events=data["events"],
+                session_id=session_id,
+            )
+        else:
+            assert session_id is not None
+            result = memory.memory_add_session(
+                project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id
+            )
+        return Response(result, status=status.HTTP_201_CREATED)
+
+    @extend_schema(parameters=[OpenApiParameter("session_id", str)], responses={200: dict})
+    def delete(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
+        _names(app_name=app_name, user_id=user_id)
+        session_id = request.query_params.get("session_id") or None
+        if session_id:
+            _names(session_id=session_id)
+        erased = memory.memory_delete(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            requested_by=_requested_by(request),
+        )
+        return Response({"erased": erased})
+
+
+class SessionMemorySearchApi(ProjectApi):
+    required_scope = "read"
+
+    @extend_schema(request=MemorySearchSerializer, responses={200: dict})
+    def post(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
+        _names(app_name=app_name, user_id=user_id)
+        params = MemorySearchSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        found = memory.memory_search(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            query=data["query"],
+            top_k=data["top_k"],
+            mode=data.get("mode"),
+        )
+        return Response({"memories": found})

@@ -188,3 +188,17 @@ RETURN w.key AS key, w.from_value_json AS from_json, w.to_value_json AS to_json,
 ORDER BY e.seq, key
 LIMIT $limit
 """
+
+# Events of a session already added to memory (the memory app's Memory nodes of that session's scope).
+MEMORY_EVENT_IDS = """
+MATCH (m:Memory {project_id: $project_id, thread_id: $session_id})
+WHERE m.application_id = $app_name AND m.user_id = $user_id AND m.agent_id IS NULL AND m.message_id IN $event_ids
+RETURN collect(m.message_id) AS present
+"""
+
+SESSION_EVENTS_ALL = """
+MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
+MATCH (e:Event) WHERE e.session_uid = s.id
+RETURN e.event_json AS event_json
+ORDER BY e.seq
+"""

@@ -120,7 +120,7 @@ def _shadow_update(
     ).consume()
 
 
-def _event_text(content: dict[str, Any] | None) -> str:
+def event_text(content: dict[str, Any] | None) -> str:
     parts = (content or {}).get("parts") or []
     return "\n".join(str(p["text"]) for p in parts if isinstance(p, dict) and p.get("text"))
 
@@ -238,7 +238,7 @@ def event_append(
                 "content_json": _json(content, what="content"),
                 "actions_json": _json(stored_actions, what="actions"),
                 "event_json": _json(stored_event, what="event"),
-                "text": _event_text(content),
+                "text": event_text(content),
             },
             writes=writes,
             calls=calls,

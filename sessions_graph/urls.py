@@ -6,14 +6,19 @@ from sessions_graph.apis import (
     EventAppendApi,
     SessionDetailApi,
     SessionListCreateApi,
+    SessionMemoryApi,
+    SessionMemorySearchApi,
     SessionStateHistoryApi,
     SessionTimelineApi,
     SessionToolStatsApi,
 )
 
-BASE = "projects/<str:project_id>/apps/<str:app_name>/users/<str:user_id>/sessions"
+USER = "projects/<str:project_id>/apps/<str:app_name>/users/<str:user_id>"
+BASE = f"{USER}/sessions"
 
 urlpatterns = [
+    path(f"{USER}/memory", SessionMemoryApi.as_view(), name="session-memory"),
+    path(f"{USER}/memory/search", SessionMemorySearchApi.as_view(), name="session-memory-search"),
     path(BASE, SessionListCreateApi.as_view(), name="sessions"),
     path(f"{BASE}/<str:session_id>", SessionDetailApi.as_view(), name="session"),
     path(f"{BASE}/<str:session_id>/events", EventAppendApi.as_view(), name="session-events"),
