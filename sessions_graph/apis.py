@@ -98,7 +98,7 @@ class SessionListCreateApi(ProjectApi):
     )
     def get(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
         _names(app_name=app_name, user_id=user_id)
-        limit = _int_param(request, "limit", low=1, high=1000, default=100)
+        limit = _int_param(request, "limit", low=1, high=10_000, default=100)
         assert limit is not None
         sessions, cursor = selectors.session_list(
             project_id=project_id,

@@ -40,6 +40,7 @@ SESSION_FIELDS = """s {.id, .session_id, .app_name, .user_id, .state_json, .crea
 SESSION_GET = (
     """
 MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
+USING INDEX s:Session(project_id, app_name, user_id, session_id)
 RETURN """
     + SESSION_FIELDS
 )
@@ -65,23 +66,23 @@ RETURN e.event_json AS event_json, e.seq AS seq
 ORDER BY e.seq
 """
 
-SESSIONS_LIST = (
-    """
+# One row holding a list of lists: a listing may return 10,000 sessions, and one list decodes far
+# faster than 10,000 records. App and user are the caller's.
+SESSIONS_LIST = """
 MATCH (s:Session)
+USING INDEX s:Session(project_id, app_name, user_id, last_update_time)
 WHERE s.project_id = $project_id AND s.app_name = $app_name AND s.user_id = $user_id
   AND s.last_update_time IS NOT NULL
   AND ($before IS NULL OR s.last_update_time < $before
        OR (s.last_update_time = $before AND s.session_id < $before_id))
-RETURN """
-    + SESSION_FIELDS
-    + """
-ORDER BY s.last_update_time DESC, s.session_id DESC
+WITH s ORDER BY s.last_update_time DESC, s.session_id DESC
 LIMIT $limit
+RETURN collect([s.session_id, s.state_json, s.created_at, s.last_update_time, s.event_count]) AS rows
 """
-)
 
 SESSION_DELETE = """
 MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
+USING INDEX s:Session(project_id, app_name, user_id, session_id)
 WITH s, s.id AS uid
 CALL (uid) {
   MATCH (t:ToolCall {session_uid: uid}) DETACH DELETE t
@@ -95,6 +96,7 @@ RETURN uid
 
 SESSION_LOCK = """
 MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
+USING INDEX s:Session(project_id, app_name, user_id, session_id)
 SET s._lock = true
 RETURN s.id AS uid, s.last_update_time AS last_update_time, s.event_count AS event_count,
        s.state_json AS state_json
@@ -198,6 +200,7 @@ RETURN collect(m.message_id) AS present
 
 SESSION_EVENTS_ALL = """
 MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
+USING INDEX s:Session(project_id, app_name, user_id, session_id)
 MATCH (e:Event) WHERE e.session_uid = s.id
 RETURN e.event_json AS event_json
 ORDER BY e.seq

@@ -91,9 +91,26 @@ def session_list(
         before=before[0] if before else None,
         before_id=before[1] if before else None,
         limit=limit + 1,
-    )
+    )[0]["rows"]
     shadow = graph.read(cypher.SHADOW_STATE, project_id=project_id, app_name=app_name, user_id=user_id)[0]
-    sessions = [_session(r["session"], shadow["app_state"], shadow["user_state"]) for r in rows[:limit]]
+    shared = {f"{APP_PREFIX}{k}": v for k, v in json.loads(shadow["app_state"] or "{}").items()}
+    shared.update({f"{USER_PREFIX}{k}": v for k, v in json.loads(shadow["user_state"] or "{}").items()})
+    sessions = []
+    for session_id, state_json, created_at, last_update_time, event_count in rows[:limit]:
+        state = json.loads(state_json or "{}")
+        if shared:
+            state.update(shared)
+        sessions.append(
+            {
+                "id": session_id,
+                "app_name": app_name,
+                "user_id": user_id,
+                "state": state,
+                "created_at": created_at,
+                "last_update_time": last_update_time,
+                "event_count": event_count or 0,
+            }
+        )
     cursor = None
     if len(rows) > limit:
         last = sessions[-1]
