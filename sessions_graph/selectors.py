@@ -83,15 +83,16 @@ def session_list(
 ) -> tuple[list[dict[str, Any]], tuple[int, str] | None]:
     """A page of the user's sessions, most recently updated first, without events; and the cursor of
     the next page."""
-    rows = graph.read(
+    rows = graph.read_column(
         cypher.SESSIONS_LIST,
+        "rows",
         project_id=project_id,
         app_name=app_name,
         user_id=user_id,
         before=before[0] if before else None,
         before_id=before[1] if before else None,
         limit=limit + 1,
-    )[0]["rows"]
+    )[0]
     shadow = graph.read(cypher.SHADOW_STATE, project_id=project_id, app_name=app_name, user_id=user_id)[0]
     shared = {f"{APP_PREFIX}{k}": v for k, v in json.loads(shadow["app_state"] or "{}").items()}
     shared.update({f"{USER_PREFIX}{k}": v for k, v in json.loads(shadow["user_state"] or "{}").items()})
