@@ -51,6 +51,7 @@ class _Run:
         self.known: dict[str, ChunkInfo] = {}
         self.valid_ids: set[str] = set()
         self.timings_ms: dict[str, float] = {}
+        self.scopes: dict[str, Future[list[str]]] = {}  # community id → its chunk ids (read early)
 
     def remember(self, chunks: list[ChunkInfo]) -> None:
         for chunk in chunks:
@@ -128,6 +129,14 @@ def _pipeline(
     # --- expanding_query: HyDE (with an LLM) or pseudo-relevance feedback (without) ---------------------
     run.reporter.phase("expanding_query", "Expanding the question (HyDE)")
     t = time.perf_counter()
+
+    def question_check() -> tuple[list[float], bool]:
+        query_vector = embedder.embed_one(query)
+        return query_vector, _relevant(run, query_vector=query_vector)
+
+    # the question's own vector and the relevance check do not need HyDE: they run while the model
+    # writes the hypothetical answer
+    checked = _pool.submit(contextvars.copy_context().run, question_check)
     hits: list[ChunkInfo] = []
     if run.strategy.mode == "extractive":
         found = HybridRetriever(scope=Scope(project_id=project_id)).search(
@@ -137,7 +146,8 @@ def _pipeline(
     expansion = run.strategy.expand(query, hits=hits)
     run.timed("expanding_query", t)
     t = time.perf_counter()
-    query_vector, vector = embedder.embed([query, f"{query}\n\n{expansion}" if expansion else query])
+    query_vector, relevant = checked.result()
+    vector = embedder.embed_one(f"{query}\n\n{expansion}") if expansion else query_vector
     run.timed("embedding", t)
     run.reporter.phase(
         "expanding_query",
@@ -169,7 +179,7 @@ def _pipeline(
     samples = {cid: [by_id[i] for i, _s in pairs if i in by_id] for cid, pairs in samples_raw.items()}
     run.timed("retrieving_communities", t)
     outcome_stats["communities"] = len(communities)
-    if not _relevant(run, query_vector=query_vector):
+    if not relevant:
         return _no_data(run, "Nothing in the project is close to this question.", outcome_stats)
     levels = sorted({c.level for c in communities}, reverse=True)
     run.reporter.phase(
@@ -179,6 +189,11 @@ def _pipeline(
         "\n".join(f"- **{c.title}** (level {c.level}, score {c.score:.3f})" for c in communities),
     )
     t = time.perf_counter()
+    # follow-ups target primer communities: their chunk sets are read while the model primes
+    for com in communities:
+        run.scopes[com.id] = _pool.submit(
+            selectors.community_chunk_ids, project_id=project_id, community_ids=[com.id]
+        )
     primer = run.strategy.primer(query, communities, samples, max_followups=max_followups)
     run.timed("primer", t)
     if not communities:
@@ -358,15 +373,21 @@ def _report_followup(run: _Run, result: FollowupResult, *, pct: int, n: int, tot
     )
 
 
+def _scope_chunk_ids(run: _Run, targets: list[str]) -> list[str]:
+    """The chunks under the target communities: from the sets read during the primer when there are."""
+    if all(t in run.scopes for t in targets):
+        chunk_ids: set[str] = set()
+        for target in targets:
+            chunk_ids.update(run.scopes[target].result())
+        return sorted(chunk_ids)
+    return selectors.community_chunk_ids(project_id=run.project_id, community_ids=targets)
+
+
 def _followup(run: _Run, followup: Followup) -> FollowupResult:
     """Scoped retrieval (vector + fulltext over the target communities' chunks), neighbourhood
     expansion, then the local answer."""
     project_id = run.project_id
-    chunk_ids = (
-        selectors.community_chunk_ids(project_id=project_id, community_ids=followup.targets)
-        if followup.targets
-        else None
-    )
+    chunk_ids = _scope_chunk_ids(run, followup.targets) if followup.targets else None
     scope = Scope(project_id=project_id, chunk_ids=chunk_ids)
     assert followup.vector is not None
     q = Query(text=followup.search_text or followup.question, embed=lambda _t: [], _vector=followup.vector)
