@@ -6,6 +6,7 @@ the same run and writes bench/results/<name>.json; bench/results/README.md is th
     python bench/run.py --only startup  # one of them
     python bench/run.py --only memory   # agent memory: store, search among 200,000 memories, forget
     python bench/run.py --only drift    # DRIFT with a 300 ms LLM; extractive answer recall
+    python bench/run.py --only sessions # ADK sessions through the adapter vs ADK's DatabaseSessionService
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# the client packages (the sessions benchmark drives the platform through the ADK adapter)
+sys.path[1:1] = [
+    str(REPO / "clients" / "platform-client" / "src"),
+    str(REPO / "clients" / "google-adk" / "src"),
+]
 
-from bench import drift, ingestion, memory, retrieval, startup  # noqa: E402
+from bench import drift, ingestion, memory, retrieval, sessions, startup  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = {
@@ -29,7 +35,7 @@ BENCHMARKS = {
     "ingestion": ingestion.run,
     "retrieval": retrieval.run,
     "memory": memory.run,
-    # "sessions": bench/sessions.py, registered once google-adk (its peer) is in requirements.lock
+    "sessions": sessions.run,
 }
 
 

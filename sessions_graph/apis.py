@@ -53,22 +53,40 @@ def _float_param(request: Request, name: str) -> float | None:
     return value
 
 
-def _cursor_out(cursor: tuple[int, str] | None) -> str | None:
+def _cursor_out(cursor: tuple[Any, ...] | None) -> str | None:
     if cursor is None:
         return None
     return base64.urlsafe_b64encode(json.dumps(list(cursor)).encode()).decode()
 
 
+def _cursor_parts(raw: str, names: int) -> list[Any]:
+    """A cursor's (last_update_time, then `names` strings), or 400."""
+    try:
+        parts = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        if (
+            not isinstance(parts, list)
+            or len(parts) != names + 1
+            or not isinstance(parts[0], int)
+            or not all(isinstance(p, str) for p in parts[1:])
+        ):
+            raise ValueError
+        return parts
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor is not one this API issued", details={"field": "cursor"}) from exc
+
+
 def _cursor_in(raw: str | None) -> tuple[int, str] | None:
     if not raw:
         return None
-    try:
-        ltu, sid = json.loads(base64.urlsafe_b64decode(raw.encode()))
-        if not isinstance(ltu, int) or not isinstance(sid, str):
-            raise ValueError
-        return ltu, sid
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not one this API issued", details={"field": "cursor"}) from exc
+    ltu, sid = _cursor_parts(raw, 1)
+    return ltu, sid
+
+
+def _app_cursor_in(raw: str | None) -> tuple[int, str, str] | None:
+    if not raw:
+        return None
+    ltu, user, sid = _cursor_parts(raw, 2)
+    return ltu, user, sid
 
 
 class SessionCreateSerializer(StrictSerializer):
@@ -125,6 +143,37 @@ class SessionListCreateApi(ProjectApi):
             state=data.get("state") or {},
         )
         return Response(session, status=status.HTTP_201_CREATED)
+
+
+class AppSessionListApi(ProjectApi):
+    """Every user's sessions of an app (ADK's `list_sessions` without a user)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("limit", int), OpenApiParameter("cursor", str)],
+        responses={200: dict},
+    )
+    def get(self, request: Request, project_id: str, app_name: str) -> Response:
+        _names(app_name=app_name)
+        limit = _int_param(request, "limit", low=1, high=10_000, default=100)
+        assert limit is not None
+        sessions, cursor = selectors.app_session_list(
+            project_id=project_id,
+            app_name=app_name,
+            limit=limit,
+            before=_app_cursor_in(request.query_params.get("cursor")),
+        )
+        return Response({"sessions": sessions, "next_cursor": _cursor_out(cursor)})
+
+
+class UserStateApi(ProjectApi):
+    """The user's state shared by all their sessions of the app (`user:` keys, without the prefix)."""
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
+        _names(app_name=app_name, user_id=user_id)
+        return Response(
+            {"state": selectors.user_state(project_id=project_id, app_name=app_name, user_id=user_id)}
+        )
 
 
 class SessionDetailApi(ProjectApi):
@@ -331,3 +380,21 @@ class SessionMemorySearchApi(ProjectApi):
             mode=data.get("mode"),
         )
         return Response({"memories": found})
+
+
+class SessionMemoryItemApi(ProjectApi):
+    """One memory of the app's user, by the id a search returned."""
+
+    @extend_schema(responses={200: dict})
+    def delete(
+        self, request: Request, project_id: str, app_name: str, user_id: str, memory_id: str
+    ) -> Response:
+        _names(app_name=app_name, user_id=user_id, memory_id=memory_id)
+        erased = memory.memory_delete_one(
+            project_id=project_id,
+            app_name=app_name,
+            user_id=user_id,
+            memory_id=memory_id,
+            requested_by=_requested_by(request),
+        )
+        return Response({"erased": erased})

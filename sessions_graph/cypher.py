@@ -54,14 +54,14 @@ RETURN a.state_json AS app_state, u.state_json AS user_state
 # The last $n events (by seq, through the (session_uid, seq) index), optionally after a time.
 EVENTS_RECENT = """
 MATCH (e:Event)
-WHERE e.session_uid = $uid AND e.seq > $from_seq AND ($after IS NULL OR e.timestamp > $after)
+WHERE e.session_uid = $uid AND e.seq > $from_seq AND ($after IS NULL OR e.timestamp >= $after)
 RETURN e.event_json AS event_json, e.seq AS seq
 ORDER BY e.seq
 """
 
 EVENTS_AFTER_TIME = """
 MATCH (e:Event)
-WHERE e.session_uid = $uid AND e.timestamp > $after
+WHERE e.session_uid = $uid AND e.timestamp >= $after
 RETURN e.event_json AS event_json, e.seq AS seq
 ORDER BY e.seq
 """
@@ -78,6 +78,33 @@ WHERE s.project_id = $project_id AND s.app_name = $app_name AND s.user_id = $use
 WITH s ORDER BY s.last_update_time DESC, s.session_id DESC
 LIMIT $limit
 RETURN collect([s.session_id, s.state_json, s.created_at, s.last_update_time, s.event_count]) AS rows
+"""
+
+# Every user's sessions of an app (ADK's list_sessions without a user), newest first, each with its
+# user's shadow state. The cursor is the last row's (last_update_time, user_id, session_id).
+SESSIONS_LIST_APP = """
+MATCH (s:Session)
+WHERE s.project_id = $project_id AND s.app_name = $app_name AND s.last_update_time IS NOT NULL
+  AND ($before IS NULL OR s.last_update_time < $before
+       OR (s.last_update_time = $before AND (s.user_id < $before_user
+           OR (s.user_id = $before_user AND s.session_id < $before_id))))
+WITH s ORDER BY s.last_update_time DESC, s.user_id DESC, s.session_id DESC
+LIMIT $limit
+OPTIONAL MATCH (u:UserState {project_id: $project_id, app_name: $app_name, user_id: s.user_id})
+RETURN collect([s.user_id, s.session_id, s.state_json, s.created_at, s.last_update_time, s.event_count,
+                u.state_json]) AS rows
+"""
+
+APP_STATE = """
+OPTIONAL MATCH (a:AppState {project_id: $project_id, app_name: $app_name})
+RETURN a.state_json AS app_state
+"""
+
+# A memory of this app and user (the scope check of a delete by id).
+MEMORY_IN_SCOPE = """
+MATCH (m:Memory {project_id: $project_id, id: $memory_id})
+WHERE m.application_id = $app_name AND m.user_id = $user_id
+RETURN m.id AS id
 """
 
 SESSION_DELETE = """

@@ -151,6 +151,7 @@ def memory_search(
     )
     return [
         {
+            "id": item.id,
             "text": item.text,
             "author": item.metadata.get("author_name") or item.role,
             "timestamp": item.timestamp,
@@ -168,4 +169,19 @@ def memory_delete(
     scope = Scope(application_id=app_name, user_id=user_id, thread_id=session_id)
     return dict(
         memory_services.memories_forget(project_id=project_id, scope=scope, requested_by=requested_by).erased
+    )
+
+
+def memory_delete_one(
+    *, project_id: str, app_name: str, user_id: str, memory_id: str, requested_by: str
+) -> dict[str, int]:
+    """Delete one memory of this app and user (another scope's id is not found) and what was derived
+    only from it."""
+    found = graph.read(
+        cypher.MEMORY_IN_SCOPE, project_id=project_id, app_name=app_name, user_id=user_id, memory_id=memory_id
+    )
+    if not found:
+        raise NotFound("no such memory for this app and user")
+    return memory_services.memory_delete(
+        project_id=project_id, memory_id=memory_id, requested_by=requested_by
     )

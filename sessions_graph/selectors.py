@@ -119,6 +119,54 @@ def session_list(
     return sessions, cursor
 
 
+def app_session_list(
+    *, project_id: str, app_name: str, limit: int, before: tuple[int, str, str] | None = None
+) -> tuple[list[dict[str, Any]], tuple[int, str, str] | None]:
+    """A page of every user's sessions of the app, most recently updated first, without events (state
+    merged with the app's and each user's shadow state); and the cursor of the next page."""
+    rows = graph.read_column(
+        cypher.SESSIONS_LIST_APP,
+        "rows",
+        project_id=project_id,
+        app_name=app_name,
+        before=before[0] if before else None,
+        before_user=before[1] if before else None,
+        before_id=before[2] if before else None,
+        limit=limit + 1,
+    )[0]
+    app_state = graph.read(cypher.APP_STATE, project_id=project_id, app_name=app_name)[0]["app_state"]
+    shared = {f"{APP_PREFIX}{k}": v for k, v in json.loads(app_state or "{}").items()}
+    sessions = []
+    for user_id, session_id, state_json, created_at, last_update_time, event_count, user_state in rows[
+        :limit
+    ]:
+        state = json.loads(state_json or "{}")
+        state.update(shared)
+        state.update({f"{USER_PREFIX}{k}": v for k, v in json.loads(user_state or "{}").items()})
+        sessions.append(
+            {
+                "id": session_id,
+                "app_name": app_name,
+                "user_id": user_id,
+                "state": state,
+                "created_at": created_at,
+                "last_update_time": last_update_time,
+                "event_count": event_count or 0,
+            }
+        )
+    cursor = None
+    if len(rows) > limit:
+        last = sessions[-1]
+        cursor = (last["last_update_time"], last["user_id"], last["id"])
+    return sessions, cursor
+
+
+def user_state(*, project_id: str, app_name: str, user_id: str) -> dict[str, Any]:
+    """The user's shadow state in the app, keys without the `user:` prefix ({} when none)."""
+    shadow = graph.read(cypher.SHADOW_STATE, project_id=project_id, app_name=app_name, user_id=user_id)[0]
+    return dict(json.loads(shadow["user_state"] or "{}"))
+
+
 def session_timeline(
     *, project_id: str, app_name: str, user_id: str, session_id: str, after_seq: int, limit: int
 ) -> list[dict[str, Any]]:

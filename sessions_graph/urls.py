@@ -3,22 +3,29 @@
 from django.urls import path
 
 from sessions_graph.apis import (
+    AppSessionListApi,
     EventAppendApi,
     SessionDetailApi,
     SessionListCreateApi,
     SessionMemoryApi,
+    SessionMemoryItemApi,
     SessionMemorySearchApi,
     SessionStateHistoryApi,
     SessionTimelineApi,
     SessionToolStatsApi,
+    UserStateApi,
 )
 
-USER = "projects/<str:project_id>/apps/<str:app_name>/users/<str:user_id>"
+APP = "projects/<str:project_id>/apps/<str:app_name>"
+USER = f"{APP}/users/<str:user_id>"
 BASE = f"{USER}/sessions"
 
 urlpatterns = [
+    path(f"{APP}/sessions", AppSessionListApi.as_view(), name="app-sessions"),
+    path(f"{USER}/state", UserStateApi.as_view(), name="user-state"),
     path(f"{USER}/memory", SessionMemoryApi.as_view(), name="session-memory"),
     path(f"{USER}/memory/search", SessionMemorySearchApi.as_view(), name="session-memory-search"),
+    path(f"{USER}/memory/<str:memory_id>", SessionMemoryItemApi.as_view(), name="session-memory-item"),
     path(BASE, SessionListCreateApi.as_view(), name="sessions"),
     path(f"{BASE}/<str:session_id>", SessionDetailApi.as_view(), name="session"),
     path(f"{BASE}/<str:session_id>/events", EventAppendApi.as_view(), name="session-events"),

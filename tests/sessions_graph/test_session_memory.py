@@ -112,6 +112,29 @@ def test_add_events_and_free_memories_then_delete(tenant_a: Tenant) -> None:
     assert _search(tenant_a, "window seats loyalty", mode="fulltext") == []
 
 
+def test_delete_one_memory_by_id_only_in_its_scope(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    client = tenant_a.client(tenant_a.write_key)
+    client.post(f"{_user(tenant_a)}/memory", {"memories": [{"text": "Ana likes oat milk."}]}, format="json")
+    client.post(
+        f"{_user(tenant_a, user='bob')}/memory",
+        {"memories": [{"text": "Bob likes oat milk."}]},
+        format="json",
+    )
+    [mine] = _search(tenant_a, "oat milk", mode="fulltext")
+    [bobs] = _search(tenant_a, "oat milk", user="bob", mode="fulltext")
+    # bob's id under ana's path, or under another app, or from another project: not found, nothing erased
+    assert client.delete(f"{_user(tenant_a)}/memory/{bobs['id']}").status_code == 404
+    assert client.delete(f"{_user(tenant_a, app='bank')}/memory/{mine['id']}").status_code == 404
+    b = tenant_b.client(tenant_b.write_key)
+    assert b.delete(f"{_user(tenant_a)}/memory/{mine['id']}").status_code == 404
+    assert b.delete(f"{_user(tenant_b)}/memory/{mine['id']}").status_code == 404
+    assert len(_search(tenant_a, "oat milk", user="bob", mode="fulltext")) == 1
+    gone = client.delete(f"{_user(tenant_a)}/memory/{mine['id']}")
+    assert gone.status_code == 200 and gone.json()["erased"]["memories"] == 1
+    assert _search(tenant_a, "oat milk", mode="fulltext") == []
+    assert len(_search(tenant_a, "oat milk", user="bob", mode="fulltext")) == 1
+
+
 @pytest.mark.parametrize(
     "body",
     [

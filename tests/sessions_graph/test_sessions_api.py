@@ -97,8 +97,8 @@ def test_get_loads_only_the_asked_events(tenant_a: Tenant) -> None:
         _append(tenant_a, sid, _event(text=f"m{i}", timestamp=1000.0 + i))
     recent = _get(tenant_a, sid, "?num_recent_events=3").json()["events"]
     assert [e["content"]["parts"][0]["text"] for e in recent] == ["m27", "m28", "m29"]
-    after = _get(tenant_a, sid, "?after_timestamp=1025.0").json()["events"]
-    assert [e["timestamp"] for e in after] == [1026.0, 1027.0, 1028.0, 1029.0]
+    after = _get(tenant_a, sid, "?after_timestamp=1025.0").json()["events"]  # inclusive, as in ADK
+    assert [e["timestamp"] for e in after] == [1025.0, 1026.0, 1027.0, 1028.0, 1029.0]
     both = _get(tenant_a, sid, "?num_recent_events=10&after_timestamp=1027.5").json()["events"]
     assert [e["timestamp"] for e in both] == [1028.0, 1029.0]
     assert _get(tenant_a, sid, "?num_recent_events=0").json()["events"] == []
@@ -284,6 +284,53 @@ def test_list_pages_by_last_update(tenant_a: Tenant) -> None:
         if not cursor:
             break
     assert seen[0] == "s00" and sorted(seen) == sorted(ids) and len(seen) == 7
+
+
+def test_app_listing_spans_users_and_pages(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    client = tenant_a.client(tenant_a.write_key)
+    made = []
+    for user in ("ana", "bob", "cy"):
+        for i in range(3):
+            r = client.post(_base(tenant_a, user=user), {"session_id": f"{user}-{i}"}, format="json")
+            assert r.status_code == 201
+            made.append((user, f"{user}-{i}"))
+    client.post(_base(tenant_a, app="other", user="ana"), {"session_id": "elsewhere"}, format="json")
+    client.post(
+        f"{_base(tenant_a, user='bob')}/bob-0/events",
+        {"event": _event(delta={"user:tier": "gold"})},
+        format="json",
+    )
+    tenant_b.client(tenant_b.write_key).post(
+        _base(tenant_b, user="ana"), {"session_id": "b-side"}, format="json"
+    )
+    url = f"/api/v1/projects/{tenant_a.project.id}/apps/app1/sessions"
+    seen: list[tuple[str, str]] = []
+    cursor = None
+    while True:
+        page = tenant_a.client(tenant_a.read_key).get(
+            f"{url}?limit=4" + (f"&cursor={cursor}" if cursor else "")
+        )
+        assert page.status_code == 200, page.content
+        body = page.json()
+        seen += [(s["user_id"], s["id"]) for s in body["sessions"]]
+        for s in body["sessions"]:  # each session carries its own user's shared state
+            assert s["state"] == ({"user:tier": "gold"} if s["user_id"] == "bob" else {})
+        cursor = body["next_cursor"]
+        if not cursor:
+            break
+    assert seen[0] == ("bob", "bob-0") and sorted(seen) == sorted(made)
+    # another project's key cannot list this project's app
+    assert tenant_b.client(tenant_b.read_key).get(url).status_code == 404
+    assert tenant_a.client(tenant_a.read_key).get(f"{url}?cursor=W1swXV0=").status_code == 400
+
+
+def test_user_state_reads_without_a_session(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    _append(tenant_a, sid, _event(delta={"user:lang": "pt", "app:v": 2, "n": 1}))
+    client = tenant_a.client(tenant_a.read_key)
+    base = f"/api/v1/projects/{tenant_a.project.id}/apps/app1/users"
+    assert client.get(f"{base}/u1/state").json() == {"state": {"lang": "pt"}}
+    assert client.get(f"{base}/nobody/state").json() == {"state": {}}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,194 @@
+"""The sessions graph API (ADK-style sessions, events, state and session memory) for one app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from knowledge_platform_client.http import AsyncPlatformClient
+
+PAGE = 10_000  # the platform's largest page: a user's 10,000 sessions in one request
+MEMORY_BATCH = 1_000  # the platform's largest memory batch
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class SessionRecord(_Model):
+    """A stored session. `last_update_time` is the platform's millisecond revision (the optimistic
+    lock's value); `events` is empty in listings and holds only the asked-for events otherwise."""
+
+    id: str
+    app_name: str
+    user_id: str
+    state: dict[str, Any] = Field(default_factory=dict)
+    created_at: int
+    last_update_time: int
+    event_count: int = 0
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class AppendResult(_Model):
+    event: dict[str, Any]
+    last_update_time: int
+    seq: int
+
+
+class SessionMemory(_Model):
+    id: str
+    text: str
+    author: str | None = None
+    timestamp: str | None = None
+    session_id: str | None = None
+    event_id: str | None = None
+    score: float
+
+
+class SessionsClient:
+    """Calls under `/projects/{project}/apps/{app}/`: one instance serves every app and user."""
+
+    def __init__(self, client: AsyncPlatformClient) -> None:
+        self.client = client
+
+    def _user(self, app_name: str, user_id: str, *tail: str) -> str:
+        return self.client.project_path("apps", app_name, "users", user_id, *tail)
+
+    async def create(
+        self,
+        app_name: str,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> SessionRecord:
+        body: dict[str, Any] = {}
+        if session_id is not None:
+            body["session_id"] = session_id
+        if state:
+            body["state"] = state
+        data = await self.client.request("POST", self._user(app_name, user_id, "sessions"), json=body)
+        return SessionRecord.model_validate(data)
+
+    async def get(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> SessionRecord:
+        data = await self.client.request(
+            "GET",
+            self._user(app_name, user_id, "sessions", session_id),
+            params={"num_recent_events": num_recent_events, "after_timestamp": after_timestamp},
+        )
+        return SessionRecord.model_validate(data)
+
+    async def _pages(self, path: str, page_size: int) -> AsyncIterator[list[SessionRecord]]:
+        cursor: str | None = None
+        while True:
+            data = await self.client.request("GET", path, params={"limit": page_size, "cursor": cursor})
+            yield [SessionRecord.model_validate(s) for s in data["sessions"]]
+            cursor = data.get("next_cursor")
+            if not cursor:
+                return
+
+    async def list_all(
+        self, app_name: str, user_id: str | None = None, *, page_size: int = PAGE
+    ) -> list[SessionRecord]:
+        """Every session of the user (or of every user of the app), most recently updated first."""
+        if user_id is None:
+            path = self.client.project_path("apps", app_name, "sessions")
+        else:
+            path = self._user(app_name, user_id, "sessions")
+        found: list[SessionRecord] = []
+        async for page in self._pages(path, page_size):
+            found.extend(page)
+        return found
+
+    async def delete(self, app_name: str, user_id: str, session_id: str) -> None:
+        await self.client.request("DELETE", self._user(app_name, user_id, "sessions", session_id))
+
+    async def append(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: dict[str, Any],
+        *,
+        expected_last_update_time: int | None = None,
+    ) -> AppendResult:
+        """Append one event; with `expected_last_update_time`, a session changed since then raises
+        `ConflictError` and nothing is written."""
+        body: dict[str, Any] = {"event": event}
+        if expected_last_update_time is not None:
+            body["expected_last_update_time"] = expected_last_update_time
+        data = await self.client.request(
+            "POST", self._user(app_name, user_id, "sessions", session_id, "events"), json=body
+        )
+        return AppendResult.model_validate(data)
+
+    async def user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        data = await self.client.request("GET", self._user(app_name, user_id, "state"))
+        return dict(data["state"])
+
+    # --- memory -------------------------------------------------------------------------------------
+
+    async def memory_add_session(self, app_name: str, user_id: str, session_id: str) -> dict[str, int]:
+        """Add a stored session's events to memory (events added before are skipped)."""
+        data = await self.client.request(
+            "POST", self._user(app_name, user_id, "memory"), json={"session_id": session_id}
+        )
+        return dict(data)
+
+    async def memory_add_events(
+        self, app_name: str, user_id: str, events: Sequence[dict[str, Any]], *, session_id: str | None = None
+    ) -> dict[str, int]:
+        totals = {"stored": 0, "skipped": 0}
+        for start in range(0, len(events), MEMORY_BATCH):
+            body: dict[str, Any] = {"events": list(events[start : start + MEMORY_BATCH])}
+            if session_id is not None:
+                body["session_id"] = session_id
+            data = await self.client.request("POST", self._user(app_name, user_id, "memory"), json=body)
+            totals["stored"] += int(data["stored"])
+            totals["skipped"] += int(data["skipped"])
+        return totals
+
+    async def memory_add_texts(
+        self, app_name: str, user_id: str, memories: Sequence[dict[str, Any]]
+    ) -> dict[str, int]:
+        """Free memories `{text, author?, timestamp?}` of the user, in no session."""
+        totals = {"stored": 0, "skipped": 0}
+        for start in range(0, len(memories), MEMORY_BATCH):
+            body = {"memories": list(memories[start : start + MEMORY_BATCH])}
+            data = await self.client.request("POST", self._user(app_name, user_id, "memory"), json=body)
+            totals["stored"] += int(data["stored"])
+            totals["skipped"] += int(data["skipped"])
+        return totals
+
+    async def memory_search(
+        self, app_name: str, user_id: str, query: str, *, top_k: int = 10, mode: str | None = None
+    ) -> list[SessionMemory]:
+        data = await self.client.request(
+            "POST",
+            self._user(app_name, user_id, "memory", "search"),
+            json={"query": query, "top_k": top_k, **({"mode": mode} if mode else {})},
+        )
+        return [SessionMemory.model_validate(m) for m in data["memories"]]
+
+    async def memory_delete(self, app_name: str, user_id: str, memory_id: str) -> dict[str, int]:
+        data = await self.client.request("DELETE", self._user(app_name, user_id, "memory", memory_id))
+        return dict(data["erased"])
+
+    async def memory_forget(
+        self, app_name: str, user_id: str, *, session_id: str | None = None
+    ) -> dict[str, int]:
+        """Erase the user's memory in the app (or only one session's), with what was derived from it."""
+        data = await self.client.request(
+            "DELETE", self._user(app_name, user_id, "memory"), params={"session_id": session_id}
+        )
+        return dict(data["erased"])
