@@ -315,10 +315,10 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             a["list_all_10000_ms"]["p95"],
         ),
         _row(
-            "list_sessions first page (100) p95",
+            "list_sessions first page (100 of 10,000) p95, REST",
             p["list_first_100_ms"]["p95"],
             "ms",
-            peer,
+            peer + ", which cannot page: all 10,000",
             a["list_all_10000_ms"]["p95"],
         ),
     ]
