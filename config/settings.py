@@ -181,7 +181,12 @@ CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A task whose worker died (kill -9) is handed out again after this long (tasks are short batches).
 CELERY_VISIBILITY_TIMEOUT_SEC = env.int("CELERY_VISIBILITY_TIMEOUT_SEC", default=300)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SEC}
+# The lock a worker holds while handing such tasks out again expires as soon: a worker killed while
+# holding it would otherwise keep every other worker from restoring anything for kombu's 5 minutes.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SEC,
+    "unacked_mutex_expire": min(CELERY_VISIBILITY_TIMEOUT_SEC, 300),
+}
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

@@ -6,8 +6,11 @@ event is only sent after the surrounding database transaction commits.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
+import threading
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -62,9 +65,78 @@ def publish(event: ProgressEvent) -> None:
 
 
 def publish_now(event: ProgressEvent) -> None:
-    """Send `event` at once: for work that writes nothing to SQL (a DRIFT search), whose events must
-    not wait for a surrounding transaction."""
-    _deliver(event)
+    """Send `event` at once, without waiting for delivery: for work that writes nothing to SQL (a
+    DRIFT search), whose events must not wait for a surrounding transaction nor slow the work down.
+    Events of one process are delivered in the order they were published."""
+    _publisher().submit(event)
+
+
+class _Publisher:
+    """One thread per process with its own event loop, delivering queued events one after another:
+    the caller does not wait for Redis, and the channel layer keeps one connection (on one loop)
+    instead of one per `async_to_sync` call from a worker thread."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.queue: asyncio.Queue[ProgressEvent] | None = None
+        ready = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(ready,), name="progress-publisher", daemon=True
+        )
+        self.thread.start()
+        ready.wait()
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.queue = asyncio.Queue()
+        ready.set()
+        self.loop.run_until_complete(self._drain())
+
+    async def _drain(self) -> None:
+        assert self.queue is not None
+        while True:
+            event = await self.queue.get()
+            await _deliver_async(event)
+
+    def submit(self, event: ProgressEvent) -> None:
+        assert self.queue is not None
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+
+
+_publisher_instance: _Publisher | None = None
+_publisher_lock = threading.Lock()
+
+
+def _reset_publisher_after_fork() -> None:
+    # the child inherits neither the thread nor a usable lock (it may have been held at fork time)
+    global _publisher_instance, _publisher_lock
+    _publisher_instance = None
+    _publisher_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_publisher_after_fork)
+
+
+def _publisher() -> _Publisher:
+    global _publisher_instance
+    with _publisher_lock:
+        if _publisher_instance is None or _publisher_instance.pid != os.getpid():
+            _publisher_instance = _Publisher()
+        return _publisher_instance
+
+
+async def _deliver_async(event: ProgressEvent) -> None:
+    payload = event.payload()
+    try:
+        layer = get_channel_layer()
+        if layer is not None:
+            await layer.group_send(
+                project_group(event.project_id), {"type": GROUP_EVENT_TYPE, "event": payload}
+            )
+    except Exception as exc:  # noqa: BLE001 - advisory delivery never fails anything
+        logger.warning("progress event not sent to channel group: %s", exc)
+    _publish_redis(payload)
 
 
 def _deliver(event: ProgressEvent) -> None:
@@ -77,6 +149,10 @@ def _deliver(event: ProgressEvent) -> None:
             )
     except Exception as exc:  # noqa: BLE001 - advisory delivery never fails the caller
         logger.warning("progress event not sent to channel group: %s", exc)
+    _publish_redis(payload)
+
+
+def _publish_redis(payload: dict[str, object]) -> None:
     channel = settings.PROGRESS_REDIS_CHANNEL
     if channel:
         try:

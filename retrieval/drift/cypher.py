@@ -21,7 +21,21 @@ RETURN c.id AS id, c.community AS key, c.level AS level, coalesce(c.title, c.com
        coalesce(c.summary, '') AS summary, score
 """
 
-# The 1..$per chunks of each community (through its level-0 descendants) closest to the query.
+# The top $k communities of every level at once (the primer then walks levels in Python: one round trip).
+COMMUNITIES_TOP_PER_LEVEL = """
+MATCH (c:Community {project_id: $project_id})
+WHERE c.embedding IS NOT NULL
+WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
+ORDER BY score DESC, c.id
+WITH c.level AS level,
+     collect({id: c.id, key: c.community, level: c.level, title: coalesce(c.title, c.community),
+              summary: coalesce(c.summary, ''), score: score})[..$k] AS top
+RETURN level, top
+ORDER BY level DESC
+"""
+
+# The 1..$per chunks of each community (through its level-0 descendants) closest to the query, with
+# their texts and document names.
 COMMUNITY_SAMPLE_CHUNKS = """
 UNWIND $community_ids AS cid
 MATCH (c:Community {id: cid})
@@ -33,7 +47,10 @@ CALL (c) {
   WITH ch, vector.similarity.cosine(ch.embedding, $vector) AS score
   ORDER BY score DESC, ch.id
   LIMIT $per
-  RETURN collect({chunk_id: ch.id, score: score}) AS top
+  OPTIONAL MATCH (d:Document {id: ch.document_id})
+  WHERE d.project_id = $project_id
+  RETURN collect({chunk_id: ch.id, score: score, document_id: ch.document_id,
+                  document_name: coalesce(d.title, d.id, 'unknown'), text: coalesce(ch.text, '')}) AS top
 }
 RETURN c.id AS community_id, top
 """
@@ -57,10 +74,13 @@ RETURN ch.id AS chunk_id, ch.document_id AS document_id, coalesce(d.title, d.id,
        coalesce(ch.text, '') AS text
 """
 
-# Seed 002's neighbourhood expansion: a chunk's entities, their related entities with the relation
-# descriptions, and chunks that mention those related entities (bounded at every step).
-NEIGHBOURHOOD = """
-UNWIND $chunk_ids AS cid
+
+# Seed 002's neighbourhood expansion, with a follow-up's whole context in one round trip: each hit
+# chunk's text and document; its entities, their related entities with the relation descriptions,
+# and chunks that mention those related entities (bounded at every step) with their texts.
+NEIGHBOURHOOD_HYDRATED = """
+UNWIND range(0, size($chunk_ids) - 1) AS position
+WITH position, $chunk_ids[position] AS cid
 MATCH (ch:Chunk {id: cid})
 WHERE ch.project_id = $project_id
 CALL (ch) {
@@ -82,10 +102,17 @@ CALL (ch, related) {
   MATCH (e2)<-[:HAS_ENTITY]-(ch2:Chunk)
   WHERE ch2 <> ch AND ch2.project_id = $project_id
   WITH DISTINCT ch2 LIMIT $max_neighbours
-  RETURN collect(ch2.id) AS neighbour_chunk_ids
+  OPTIONAL MATCH (d2:Document {id: ch2.document_id})
+  WHERE d2.project_id = $project_id
+  RETURN collect([ch2.id, ch2.document_id, coalesce(d2.title, d2.id, 'unknown'), coalesce(ch2.text, '')])
+         AS neighbours
 }
-RETURN ch.id AS chunk_id,
+OPTIONAL MATCH (d:Document {id: ch.document_id})
+WHERE d.project_id = $project_id
+RETURN position, ch.id AS chunk_id, ch.document_id AS document_id,
+       coalesce(d.title, d.id, 'unknown') AS document_name, coalesce(ch.text, '') AS text,
        [e IN ents | {id: e.id, name: e.name, type: e.type, description: coalesce(e.description, ''),
                      community: [(e)-[:IN_COMMUNITY]->(c:Community) | c.id][0]}] AS entities,
-       relations, neighbour_chunk_ids
+       relations, neighbours
+ORDER BY position
 """

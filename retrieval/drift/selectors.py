@@ -49,12 +49,12 @@ def primer_communities(
         return _communities(
             graph.read(cypher.COMMUNITIES_BY_LEVEL, project_id=project_id, vector=vector, k=k, level=None)
         )
+    rows = graph.read(cypher.COMMUNITIES_TOP_PER_LEVEL, project_id=project_id, vector=vector, k=k)
     found: list[Community] = []
-    for current in range(max_level, -1, -1):
-        rows = graph.read(
-            cypher.COMMUNITIES_BY_LEVEL, project_id=project_id, vector=vector, k=k - len(found), level=current
-        )
-        found += _communities(rows)
+    for row in rows:  # highest level first
+        if row["level"] is None or row["level"] > max_level:
+            continue
+        found += _communities(row["top"][: k - len(found)])
         if len(found) >= math.ceil(k / 2) or len(found) >= k:
             break
     return found[:k]
@@ -62,8 +62,8 @@ def primer_communities(
 
 def sample_chunks(
     *, project_id: str, community_ids: list[str], vector: list[float], per: int
-) -> dict[str, list[tuple[str, float]]]:
-    """Each community's `per` chunks closest to the query: {community id: [(chunk id, cosine)]}."""
+) -> dict[str, list[ChunkInfo]]:
+    """Each community's `per` chunks closest to the query, with their texts: {community id: chunks}."""
     rows = graph.read(
         cypher.COMMUNITY_SAMPLE_CHUNKS,
         project_id=project_id,
@@ -71,7 +71,19 @@ def sample_chunks(
         vector=vector,
         per=per,
     )
-    return {r["community_id"]: [(t["chunk_id"], float(t["score"])) for t in r["top"]] for r in rows}
+    return {
+        r["community_id"]: [
+            ChunkInfo(
+                chunk_id=t["chunk_id"],
+                document_id=t["document_id"] or "",
+                document_name=t["document_name"],
+                text=t["text"],
+                score=float(t["score"]),
+            )
+            for t in r["top"]
+        ]
+        for r in rows
+    }
 
 
 def community_chunk_ids(*, project_id: str, community_ids: list[str]) -> list[str]:
@@ -94,23 +106,41 @@ def chunks_hydrate(*, project_id: str, chunk_ids: list[str]) -> dict[str, ChunkI
     }
 
 
-def neighbourhoods(*, project_id: str, chunk_ids: list[str]) -> list[Neighbourhood]:
+def followup_context(
+    *, project_id: str, chunk_ids: list[str]
+) -> tuple[list[ChunkInfo], list[Neighbourhood], list[ChunkInfo]]:
+    """For hit chunks, in one query: their texts, their neighbourhoods, and their neighbour chunks'
+    texts (each neighbour once, in order of first appearance)."""
     if not chunk_ids:
-        return []
+        return [], [], []
     rows = graph.read(
-        cypher.NEIGHBOURHOOD,
+        cypher.NEIGHBOURHOOD_HYDRATED,
         project_id=project_id,
         chunk_ids=chunk_ids,
         max_entities=settings.DRIFT_MAX_ENTITIES,
         max_relations=settings.DRIFT_MAX_RELATIONS,
         max_neighbours=settings.DRIFT_NEIGHBOUR_CHUNKS,
     )
-    return [
-        Neighbourhood(
-            chunk_id=r["chunk_id"],
-            entities=list(r["entities"]),
-            relations=list(r["relations"]),
-            neighbour_chunk_ids=list(r["neighbour_chunk_ids"]),
+    hits: list[ChunkInfo] = []
+    hoods: list[Neighbourhood] = []
+    neighbours: dict[str, ChunkInfo] = {}
+    for r in rows:
+        hits.append(
+            ChunkInfo(
+                chunk_id=r["chunk_id"],
+                document_id=r["document_id"] or "",
+                document_name=r["document_name"],
+                text=r["text"],
+            )
         )
-        for r in rows
-    ]
+        hoods.append(
+            Neighbourhood(
+                chunk_id=r["chunk_id"],
+                entities=list(r["entities"]),
+                relations=list(r["relations"]),
+                neighbour_chunk_ids=[n[0] for n in r["neighbours"]],
+            )
+        )
+        for nid, doc_id, doc_name, text in r["neighbours"]:
+            neighbours.setdefault(nid, ChunkInfo(nid, doc_id or "", doc_name, text))
+    return hits, hoods, list(neighbours.values())

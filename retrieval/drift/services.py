@@ -161,22 +161,19 @@ def _pipeline(
     communities = selectors.primer_communities(
         project_id=project_id, vector=vector, k=top_k, max_level=stats["max_level"], level=community_level
     )
-    samples_raw = selectors.sample_chunks(
+    samples = selectors.sample_chunks(
         project_id=project_id,
         community_ids=[c.id for c in communities],
         vector=vector,
         per=settings.DRIFT_SAMPLE_CHUNKS,
     )
-    all_samples = [pair for pairs in samples_raw.values() for pair in pairs]
+    run.remember([chunk for chunks in samples.values() for chunk in chunks])
     if not communities:  # no community graph (yet): the project's closest chunks stand in
         found = HybridRetriever(scope=Scope(project_id=project_id)).search(
             Query(text=query, embed=embedder.embed_one, _vector=vector),
             limit=settings.DRIFT_SAMPLE_CHUNKS * 2,
         )
-        all_samples = [(c.chunk_id, c.score) for c in found]
-    hydrated = _hydrate(run, all_samples)
-    by_id = {c.chunk_id: c for c in hydrated}
-    samples = {cid: [by_id[i] for i, _s in pairs if i in by_id] for cid, pairs in samples_raw.items()}
+        _hydrate(run, [(c.chunk_id, c.score) for c in found])
     run.timed("retrieving_communities", t)
     outcome_stats["communities"] = len(communities)
     if not relevant:
@@ -392,12 +389,16 @@ def _followup(run: _Run, followup: Followup) -> FollowupResult:
     assert followup.vector is not None
     q = Query(text=followup.search_text or followup.question, embed=lambda _t: [], _vector=followup.vector)
     found = HybridRetriever(scope=scope).search(q, limit=settings.DRIFT_FOLLOWUP_CHUNKS)
-    hits = _hydrate(run, [(c.chunk_id, c.score) for c in found])
-    hoods = selectors.neighbourhoods(project_id=project_id, chunk_ids=[c.chunk_id for c in hits])
-    neighbour_ids = [n for h in hoods for n in h.neighbour_chunk_ids if n not in {c.chunk_id for c in hits}]
-    neighbour_ids = list(dict.fromkeys(neighbour_ids))
-    neighbours = _hydrate(run, [(n, 0.0) for n in neighbour_ids[: settings.DRIFT_NEIGHBOUR_CHUNKS]])
-    valid = {c.chunk_id for c in hits} | set(neighbour_ids)
+    score = {c.chunk_id: c.score for c in found}
+    # texts, neighbourhoods and neighbour texts in one round trip
+    infos, hoods, neighbour_infos = selectors.followup_context(project_id=project_id, chunk_ids=list(score))
+    hits = [ChunkInfo(c.chunk_id, c.document_id, c.document_name, c.text, score[c.chunk_id]) for c in infos]
+    hit_ids = {c.chunk_id for c in hits}
+    neighbour_pool = [n for n in neighbour_infos if n.chunk_id not in hit_ids]
+    neighbour_ids = [n.chunk_id for n in neighbour_pool]
+    neighbours = neighbour_pool[: settings.DRIFT_NEIGHBOUR_CHUNKS]
+    run.remember([*hits, *neighbours])
+    valid = hit_ids | set(neighbour_ids)
     run.valid_ids.update(valid)
     context = FollowupContext(chunks=[*hits, *neighbours], neighbourhoods=hoods, valid_ids=valid)
     return run.strategy.local(run.query, followup, context)

@@ -227,3 +227,50 @@ def test_progress_is_sent_only_after_commit(tenants: tuple[Tenant, Tenant], sett
             received.append(json.loads(message["data"])["phase"])
     pubsub.close()
     assert received == ["committed"]
+
+
+def test_publish_now_delivers_every_event_in_order(tenants: tuple[Tenant, Tenant], settings) -> None:  # type: ignore[no-untyped-def]
+    """publish_now hands events to the process's publisher thread: the caller does not wait, and the
+    websocket and Redis pub/sub still get every event in the order it was published, from any thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from core.progress import publish_now
+
+    a, _ = tenants
+    settings.PROGRESS_REDIS_CHANNEL = "ui:publish-now-order"
+    pubsub = get_redis().pubsub()
+    pubsub.subscribe("ui:publish-now-order")
+    pubsub.get_message(timeout=2)
+
+    def event(i: int) -> ProgressEvent:
+        return ProgressEvent(
+            message_type="retrieval_progress",
+            project_id=a.project.id,
+            retrieval_id="r-order",
+            phase=f"step-{i:02d}",
+            progress_pct=i,
+        )
+
+    async def scenario() -> list[str]:
+        communicator, connected, _ = await _connect(_path(a.project.id, a.read_key.key))
+        assert connected
+        from asgiref.sync import sync_to_async
+
+        def burst() -> None:
+            with ThreadPoolExecutor(1) as pool:  # a worker thread, as DRIFT's follow-ups publish
+                pool.submit(lambda: [publish_now(event(i)) for i in range(30)]).result()
+
+        await sync_to_async(burst)()
+        phases = [(await communicator.receive_json_from(timeout=5))["phase"] for _ in range(30)]
+        await communicator.disconnect()
+        return phases
+
+    assert async_to_sync(scenario)() == [f"step-{i:02d}" for i in range(30)]
+    seen: list[str] = []
+    deadline = time.monotonic() + 5
+    while len(seen) < 30 and time.monotonic() < deadline:
+        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
+        if message:
+            seen.append(json.loads(message["data"])["phase"])
+    pubsub.close()
+    assert seen == [f"step-{i:02d}" for i in range(30)]

@@ -91,6 +91,9 @@ class FakeOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out as two writes: with Nagle's algorithm the body waits for the
+            # client's delayed ACK of the headers (~40 ms), a stall no real API server has
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet server
                 return

@@ -34,6 +34,7 @@ class ScriptedHttp:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no delayed-ACK stall between headers and body
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return
