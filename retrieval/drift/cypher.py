@@ -21,19 +21,6 @@ RETURN c.id AS id, c.community AS key, c.level AS level, coalesce(c.title, c.com
        coalesce(c.summary, '') AS summary, score
 """
 
-# The top $k communities of every level at once (the primer then walks levels in Python: one round trip).
-COMMUNITIES_TOP_PER_LEVEL = """
-MATCH (c:Community {project_id: $project_id})
-WHERE c.embedding IS NOT NULL
-WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
-ORDER BY score DESC, c.id
-WITH c.level AS level,
-     collect({id: c.id, key: c.community, level: c.level, title: coalesce(c.title, c.community),
-              summary: coalesce(c.summary, ''), score: score})[..$k] AS top
-RETURN level, top
-ORDER BY level DESC
-"""
-
 # The 1..$per chunks of each community (through its level-0 descendants) closest to the query, with
 # their texts and document names.
 COMMUNITY_SAMPLE_CHUNKS = """

@@ -49,12 +49,14 @@ def primer_communities(
         return _communities(
             graph.read(cypher.COMMUNITIES_BY_LEVEL, project_id=project_id, vector=vector, k=k, level=None)
         )
-    rows = graph.read(cypher.COMMUNITIES_TOP_PER_LEVEL, project_id=project_id, vector=vector, k=k)
+    # level by level: the top levels are small, and usually the first one is enough (one query
+    # over all levels at once costs a cosine per community of every level, measured ~5x slower)
     found: list[Community] = []
-    for row in rows:  # highest level first
-        if row["level"] is None or row["level"] > max_level:
-            continue
-        found += _communities(row["top"][: k - len(found)])
+    for current in range(max_level, -1, -1):
+        rows = graph.read(
+            cypher.COMMUNITIES_BY_LEVEL, project_id=project_id, vector=vector, k=k - len(found), level=current
+        )
+        found += _communities(rows)
         if len(found) >= math.ceil(k / 2) or len(found) >= k:
             break
     return found[:k]
