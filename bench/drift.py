@@ -38,6 +38,17 @@ _COMMUNITIES = re.compile(r"Valid community ids: (.*)")
 _QUESTION = re.compile(r"Follow-up question: (.*)")
 
 
+# warm-up questions (Neo4j compiles each query shape on first use; the first queries of a fresh
+# process also load code paths): not among the timed ones
+WARMUP_QUESTIONS = [
+    "Which film was directed by the same person as the other one?",
+    "Where was the author of the novel born?",
+    "Which band released its first album earlier?",
+    "What nationality are both of the scientists?",
+    "In which city is the university that the athlete attended?",
+]
+
+
 def _listed(pattern: re.Pattern[str], text: str) -> list[str]:
     match = pattern.search(text)
     return [x.strip() for x in match.group(1).split(",") if x.strip()] if match else []
@@ -220,7 +231,8 @@ def run() -> dict[str, Any]:
 
 
 def _extractive(client: httpx.Client, project: str, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    client.post("/retrieve", json={"query": questions[0]["question"], "project_id": project})  # warm-up
+    for warm in WARMUP_QUESTIONS:  # not among the timed ones
+        client.post("/retrieve", json={"query": warm, "project_id": project})
     found = peer_found = 0
     walls: list[float] = []
     peer_walls: list[float] = []
@@ -264,7 +276,8 @@ def _llm(
 ) -> dict[str, Any]:
     """The 100 questions one after the other at default settings (no knobs in the request)."""
     listener = _FirstEvents(platform.ports["redis"])
-    client.post("/retrieve", json={"query": questions[0]["question"], "project_id": project})  # warm-up
+    for warm in WARMUP_QUESTIONS:  # not among the timed ones
+        client.post("/retrieve", json={"query": warm, "project_id": project})
     time.sleep(0.2)
     log.take()
     per_query: list[dict[str, Any]] = []
@@ -520,7 +533,8 @@ NOTES = [
     "sets TCP_NODELAY: without it, its two writes per answer (headers, body) stalled some answers by a "
     "delayed ACK (~40 ms, every aggregator call), which earlier runs counted as platform overhead.",
     "Corpus ingested and clustered without an LLM (extractive); the same VAR_DIR is then restarted with "
-    "the LLM environment for the timed run. One warm-up query before timing; the 100 questions run one "
+    "the LLM environment for the timed run. Five warm-up queries (not among the 100; Neo4j compiles each "
+    "query shape once) before timing; the 100 questions run one "
     "after the other, no knobs in the request (platform defaults).",
     "sequential LLM rounds = 3 + stats.depth (HyDE, primer, one per follow-up round, aggregation); each "
     "round waits at least 300 ms on the model, so overhead = wall - rounds x 300 ms is the platform's own "

@@ -7,6 +7,7 @@ the same run and writes bench/results/<name>.json; bench/results/README.md is th
     python bench/run.py --only memory   # agent memory: store, search among 200,000 memories, forget
     python bench/run.py --only drift    # DRIFT with a 300 ms LLM; extractive answer recall
     python bench/run.py --only sessions # ADK sessions through the adapter vs ADK's DatabaseSessionService
+    python bench/run.py --only agent_framework  # MAF context provider overhead vs bare httpx
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ sys.path.insert(0, str(REPO))
 sys.path[1:1] = [
     str(REPO / "clients" / "platform-client" / "src"),
     str(REPO / "clients" / "google-adk" / "src"),
+    str(REPO / "clients" / "agent-framework" / "src"),
 ]
 
-from bench import drift, ingestion, memory, retrieval, sessions, startup  # noqa: E402
+from bench import drift, ingestion, maf_provider, memory, retrieval, sessions, startup  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = {
+    "agent_framework": maf_provider.run,
     "drift": drift.run,
     "startup": startup.run,
     "ingestion": ingestion.run,

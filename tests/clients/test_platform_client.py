@@ -14,6 +14,7 @@ from knowledge_platform_client import (
     AsyncPlatformClient,
     AuthenticationError,
     BadRequestError,
+    ConfigurationError,
     NotFoundError,
     PermissionDeniedError,
     PlatformSettings,
@@ -22,7 +23,6 @@ from knowledge_platform_client import (
     UnavailableError,
 )
 from knowledge_platform_client.http import retry_after_seconds
-from pydantic import ValidationError
 
 from core.runtime import free_port
 from tests.clients.conftest import Platform, _web
@@ -60,8 +60,9 @@ def test_settings_from_the_environment_and_overrides() -> None:
         {k: v for k, v in env.items() if k != "KNOWLEDGE_PLATFORM_PROJECT_ID"},
         {**env, "KNOWLEDGE_PLATFORM_MAX_RETRIES": "-1"},
     ):
-        with pytest.raises(ValidationError):
+        with pytest.raises(ConfigurationError) as bad:
             PlatformSettings.from_env(broken)
+        assert "KNOWLEDGE_PLATFORM_" in str(bad.value) and "kp_secret" not in str(bad.value)
 
 
 def test_retry_after_reads_seconds_and_dates() -> None:

@@ -36,9 +36,12 @@ def manage(*args: str, env: dict[str, str], timeout: float = 120) -> str:
     return result.stdout
 
 
-def start_web(env: dict[str, str], log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    log = log_path.open("wb")
+def start_web(
+    env: dict[str, str], log_path: Path, port: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """daphne on `port` (a free one when None); the log is appended to, so a restart keeps it."""
+    port = port or free_port()
+    log = log_path.open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
         cwd=REPO,

@@ -12,23 +12,52 @@ from knowledge_platform_client.errors import (
     UnavailableError,
 )
 from knowledge_platform_client.http import AsyncPlatformClient
+from knowledge_platform_client.knowledge import (
+    Citation,
+    DriftResult,
+    KeyFact,
+    KnowledgeClient,
+    ProjectInfo,
+    SearchHit,
+    SearchResult,
+)
+from knowledge_platform_client.memory import (
+    MemoryClient,
+    MemoryHit,
+    MemoryMessage,
+    MemorySearchResult,
+    StoreResult,
+)
 from knowledge_platform_client.sessions import AppendResult, SessionMemory, SessionRecord, SessionsClient
-from knowledge_platform_client.settings import PlatformSettings
+from knowledge_platform_client.settings import ConfigurationError, PlatformSettings
 
 __all__ = [
     "AppendResult",
     "AsyncPlatformClient",
     "AuthenticationError",
     "BadRequestError",
+    "Citation",
+    "ConfigurationError",
     "ConflictError",
+    "DriftResult",
+    "KeyFact",
+    "KnowledgeClient",
+    "MemoryClient",
+    "MemoryHit",
+    "MemoryMessage",
+    "MemorySearchResult",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "PlatformError",
     "PlatformSettings",
+    "ProjectInfo",
     "RateLimitedError",
+    "SearchHit",
+    "SearchResult",
     "SessionMemory",
     "SessionRecord",
     "SessionsClient",
+    "StoreResult",
     "UnavailableError",
 ]

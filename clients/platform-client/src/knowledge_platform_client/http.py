@@ -84,9 +84,9 @@ class AsyncPlatformClient:
         return self._http.is_closed
 
     def project_path(self, *parts: str) -> str:
-        """`/api/v1/projects/{project}/` followed by `parts`, each quoted as one segment."""
-        tail = "/".join(segment(p) for p in parts)
-        return f"/api/v1/projects/{segment(self.settings.project_id)}/{tail}"
+        """`/api/v1/projects/{project}` followed by `parts`, each quoted as one segment."""
+        base = f"/api/v1/projects/{segment(self.settings.project_id)}"
+        return "/".join([base, *(segment(p) for p in parts)])
 
     def _wait(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome else None

@@ -6,9 +6,22 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 ENV_PREFIX = "KNOWLEDGE_PLATFORM_"
+
+
+class ConfigurationError(ValueError):
+    """Settings are missing or invalid; the message names the environment variables to fix."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("knowledge platform settings: " + "; ".join(problems))
+        self.problems = problems
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a settings field (`api_key` -> `KNOWLEDGE_PLATFORM_API_KEY`)."""
+    return f"{ENV_PREFIX}{field.upper()}"
 
 
 class PlatformSettings(BaseModel):
@@ -51,8 +64,25 @@ class PlatformSettings(BaseModel):
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for name in cls.model_fields:
-            raw = env.get(f"{ENV_PREFIX}{name.upper()}")
+            raw = env.get(env_name(name))
             if raw is not None and raw != "":
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ConfigurationError(_problems(exc)) from None
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    """One line per bad field, naming its variable and never echoing a value (it may be the key)."""
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        field = str(error["loc"][0]) if error["loc"] else ""
+        if field in PlatformSettings.model_fields:
+            where = f"{env_name(field)} (or the `{field}` argument)"
+        else:
+            where = f"unknown setting `{field}`"
+        reason = "is not set" if error["type"] == "missing" else f"is invalid: {error['msg']}"
+        problems.append(f"{where} {reason}")
+    return problems

@@ -1,0 +1,137 @@
+"""Agent memory of one project: store conversation messages, search them, forget a scope."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from knowledge_platform_client.http import AsyncPlatformClient
+
+MemoryMode = Literal["vector", "fulltext", "hybrid", "recency"]
+MemoryDepth = Literal["messages", "summaries", "facts"]
+SCOPE_KEYS = ("application_id", "agent_id", "user_id", "thread_id")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class MemoryMessage(_Model):
+    """A message to store. `timestamp` is ISO-8601 (the platform's clock when absent)."""
+
+    role: str
+    text: str
+    message_id: str | None = None
+    author_name: str | None = None
+    timestamp: str | None = None
+
+
+class StoredMemory(_Model):
+    id: str
+    index: int
+    seq: int
+    role: str
+
+
+class SkippedMessage(_Model):
+    index: int
+    role: str | None = None
+    reason: str
+
+
+class StoreResult(_Model):
+    conversation_id: str
+    stored: list[StoredMemory]
+    skipped: list[SkippedMessage] = Field(default_factory=list)
+    job_id: str | None = None
+
+
+class MemoryHit(_Model):
+    """A memory, conversation summary, fact, preference or profile item (`level`)."""
+
+    id: str
+    level: str
+    text: str
+    score: float | None = None
+    timestamp: str | None = None
+    role: str | None = None
+    scope: dict[str, str | None] = Field(default_factory=dict)
+    conversation_id: str | None = None
+    seq: int | None = None  # the message's place in its conversation (listings)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemorySearchResult(_Model):
+    items: list[MemoryHit]
+    mode: str
+    depth: str
+    took_ms: float
+
+
+def clean_scope(scope: Mapping[str, str | None]) -> dict[str, str]:
+    """The given scope keys with a value; the platform refuses set operations without one."""
+    unknown = set(scope) - set(SCOPE_KEYS)
+    if unknown:
+        raise ValueError(f"unknown scope keys {sorted(unknown)}; use {', '.join(SCOPE_KEYS)}")
+    chosen = {k: v for k, v in scope.items() if v}
+    if not chosen:
+        raise ValueError(f"a memory scope needs at least one of {', '.join(SCOPE_KEYS)}")
+    return chosen
+
+
+class MemoryClient:
+    """Calls under `/projects/{project}/memories`."""
+
+    def __init__(self, client: AsyncPlatformClient) -> None:
+        self.client = client
+
+    async def store(
+        self, messages: Sequence[MemoryMessage | Mapping[str, Any]], scope: Mapping[str, str | None]
+    ) -> StoreResult:
+        """Store the messages in one request, in order, as the next turns of the scope's conversation.
+        Roles the platform does not keep (its `MEMORY_ROLES`) come back in `skipped`."""
+        body = {
+            "messages": [
+                (m if isinstance(m, MemoryMessage) else MemoryMessage.model_validate(m)).model_dump(
+                    exclude_none=True
+                )
+                for m in messages
+            ],
+            "scope": clean_scope(scope),
+        }
+        data = await self.client.request("POST", self.client.project_path("memories"), json=body)
+        return StoreResult.model_validate(data)
+
+    async def search(
+        self,
+        query: str,
+        scope: Mapping[str, str | None],
+        *,
+        top_k: int = 10,
+        mode: MemoryMode | None = None,
+        depth: MemoryDepth = "messages",
+    ) -> MemorySearchResult:
+        """Memories of exactly this scope; a blank query lists the most recent ones."""
+        body: dict[str, Any] = {"query": query, "scope": clean_scope(scope), "top_k": top_k, "depth": depth}
+        if mode is not None:
+            body["mode"] = mode
+        data = await self.client.request("POST", self.client.project_path("memories", "search"), json=body)
+        return MemorySearchResult.model_validate(data)
+
+    async def list(
+        self, scope: Mapping[str, str | None], *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[MemoryHit], str | None]:
+        """One page of the scope's memories, newest first, and the cursor of the next page."""
+        params = {**clean_scope(scope), "limit": limit, "cursor": cursor}
+        data = await self.client.request("GET", self.client.project_path("memories"), params=params)
+        items = [MemoryHit.model_validate({"level": "message", **item}) for item in data["items"]]
+        return items, data.get("next_cursor")
+
+    async def forget(self, scope: Mapping[str, str | None]) -> dict[str, Any]:
+        """Erase every memory of the scope and what was derived from it; returns the counts and the
+        audit record's id."""
+        path = self.client.project_path() + "/memories:forget"  # the colon is the action's syntax
+        result: dict[str, Any] = await self.client.request("POST", path, json={"scope": clean_scope(scope)})
+        return result
