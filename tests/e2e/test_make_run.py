@@ -103,6 +103,21 @@ def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
             ready = listing["total"]
             time.sleep(1)
         assert ready == 5, platform.output()
+        # the Agent Framework sample, offline, against this platform with the key it printed
+        sample = REPO / "clients" / "agent-framework" / "samples" / "memory_two_sessions.py"
+        clients = [REPO / "clients" / p / "src" for p in ("platform-client", "agent-framework")]
+        env = {
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": os.pathsep.join(str(p) for p in clients),
+            "KNOWLEDGE_PLATFORM_URL": platform.base,
+            "KNOWLEDGE_PLATFORM_API_KEY": key,
+            "KNOWLEDGE_PLATFORM_PROJECT_ID": project_id,
+        }
+        run = subprocess.run(
+            [sys.executable, str(sample)], env=env, capture_output=True, text=True, timeout=180, check=False
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "Ana remembered across sessions: True; Bruno saw Ana's memory: False" in run.stdout
     finally:
         leftovers = platform.ctrl_c()
     assert leftovers == [], f"processes left running: {leftovers}\n{platform.output()}"

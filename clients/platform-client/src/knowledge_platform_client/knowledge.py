@@ -4,25 +4,22 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from knowledge_platform_client._models import ApiModel
 from knowledge_platform_client.http import AsyncPlatformClient
 
 SearchMode = Literal["vector", "fulltext", "hybrid", "hybrid_graph"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class ProjectInfo(_Model):
+class ProjectInfo(ApiModel):
     id: str
     name: str
     embedder: str | None = None
     embedding_dimensions: int | None = None
 
 
-class SearchHit(_Model):
+class SearchHit(ApiModel):
     """One chunk found. With an enrichment profile, `text` and `score` are the profile's and its
     extra columns are in `metadata`."""
 
@@ -34,7 +31,7 @@ class SearchHit(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class SearchResult(_Model):
+class SearchResult(ApiModel):
     items: list[SearchHit]
     mode: str
     took_ms: float
@@ -42,18 +39,18 @@ class SearchResult(_Model):
     context: str | None = None  # seed 000's formatted blocks, when asked for
 
 
-class Citation(_Model):
+class Citation(ApiModel):
     chunk_id: str
     span: str | None = None
     document_name: str | None = None
 
 
-class KeyFact(_Model):
+class KeyFact(ApiModel):
     fact: str
     citations: list[Citation] = Field(default_factory=list)
 
 
-class DriftResult(_Model):
+class DriftResult(ApiModel):
     """A DRIFT answer. Citations the platform could not enrich (a bare chunk id) become `Citation`s
     with only `chunk_id`."""
 

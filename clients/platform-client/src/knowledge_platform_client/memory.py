@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from knowledge_platform_client._models import ApiModel
 from knowledge_platform_client.http import AsyncPlatformClient
 
 MemoryMode = Literal["vector", "fulltext", "hybrid", "recency"]
@@ -14,11 +15,7 @@ MemoryDepth = Literal["messages", "summaries", "facts"]
 SCOPE_KEYS = ("application_id", "agent_id", "user_id", "thread_id")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class MemoryMessage(_Model):
+class MemoryMessage(ApiModel):
     """A message to store. `timestamp` is ISO-8601 (the platform's clock when absent)."""
 
     role: str
@@ -28,27 +25,27 @@ class MemoryMessage(_Model):
     timestamp: str | None = None
 
 
-class StoredMemory(_Model):
+class StoredMemory(ApiModel):
     id: str
     index: int
     seq: int
     role: str
 
 
-class SkippedMessage(_Model):
+class SkippedMessage(ApiModel):
     index: int
     role: str | None = None
     reason: str
 
 
-class StoreResult(_Model):
+class StoreResult(ApiModel):
     conversation_id: str
     stored: list[StoredMemory]
     skipped: list[SkippedMessage] = Field(default_factory=list)
     job_id: str | None = None
 
 
-class MemoryHit(_Model):
+class MemoryHit(ApiModel):
     """A memory, conversation summary, fact, preference or profile item (`level`)."""
 
     id: str
@@ -63,7 +60,7 @@ class MemoryHit(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class MemorySearchResult(_Model):
+class MemorySearchResult(ApiModel):
     items: list[MemoryHit]
     mode: str
     depth: str

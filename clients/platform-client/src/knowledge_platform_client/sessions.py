@@ -5,19 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from knowledge_platform_client._models import ApiModel
 from knowledge_platform_client.http import AsyncPlatformClient
 
 PAGE = 10_000  # the platform's largest page: a user's 10,000 sessions in one request
 MEMORY_BATCH = 1_000  # the platform's largest memory batch
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class SessionRecord(_Model):
+class SessionRecord(ApiModel):
     """A stored session. `last_update_time` is the platform's millisecond revision (the optimistic
     lock's value); `events` is empty in listings and holds only the asked-for events otherwise."""
 
@@ -31,13 +28,13 @@ class SessionRecord(_Model):
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class AppendResult(_Model):
+class AppendResult(ApiModel):
     event: dict[str, Any]
     last_update_time: int
     seq: int
 
 
-class SessionMemory(_Model):
+class SessionMemory(ApiModel):
     id: str
     text: str
     author: str | None = None
