@@ -1,42 +1,88 @@
-"""Per-key request throttling on the shared Redis cache (429 with Retry-After)."""
+"""Per-key request throttling in Redis (429 with Retry-After).
+
+A sliding window kept as a Redis sorted set of request times and checked and updated by one Lua
+script, so the check is atomic: DRF's own throttle reads the history, decides and writes it back in
+three steps, and a burst of concurrent requests (each on its own thread under ASGI) all read the same
+history and all pass.
+"""
 
 from __future__ import annotations
 
 import logging
+import math
+import uuid
 from typing import Any
 
+from redis.commands.core import Script
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
 from core.auth import request_api_key
+from core.redis_client import get_redis
 
 logger = logging.getLogger(__name__)
+
+# KEYS[1] the bucket; ARGV now (s), window (s), limit, a unique member. Returns "0" when the request
+# is admitted (and recorded), else the seconds until the oldest recorded request leaves the window.
+_SLIDING_WINDOW = """
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window * 1000))
+  return '0'
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return tostring(tonumber(oldest[2]) + window - now)
+"""
+_script: Script | None = None
+
+
+def _window_script() -> Script:
+    global _script
+    client = get_redis()  # one per process
+    if _script is None or _script.registered_client is not client:
+        _script = client.register_script(_SLIDING_WINDOW)
+    return _script
 
 
 class ApiKeyRateThrottle(SimpleRateThrottle):
     """One bucket per API key (per user for staff sessions, per address otherwise).
 
-    A key's own `rate_limit` overrides API_THROTTLE_RATE. If the cache (Redis) fails the request
-    is let through: throttling protects the platform, it must not take it down.
+    A key's own `rate_limit` overrides API_THROTTLE_RATE. If Redis fails the request is let
+    through: throttling protects the platform, it must not take it down.
     """
 
     scope = "api_key"
+    cache_format = "throttle:%(scope)s:%(ident)s"
 
     def allow_request(self, request: Request, view: Any) -> bool:
         key = request_api_key(request)
         if key is not None and key.rate_limit:
             self.rate = key.rate_limit
             self.num_requests, self.duration = self.parse_rate(self.rate)
-        try:
-            return super().allow_request(request, view)
-        except Exception as exc:  # noqa: BLE001 - any cache failure: fail open, log it
-            logger.warning("throttle cache unavailable, request allowed: %s", exc)
+        if self.rate is None:
             return True
+        self.key = self.get_cache_key(request, view)
+        now = self.timer()
+        try:
+            answer = _window_script()(
+                keys=[self.key], args=[now, self.duration, self.num_requests, f"{now}:{uuid.uuid4().hex}"]
+            )
+        except Exception as exc:  # noqa: BLE001 - any Redis failure: fail open, log it
+            logger.warning("throttle store unavailable, request allowed: %s", exc)
+            return True
+        self._wait = float(answer)
+        return self._wait <= 0
+
+    def wait(self) -> float | None:
+        return max(1, math.ceil(self._wait)) if getattr(self, "_wait", 0) > 0 else None
 
     def get_cache_key(self, request: Request, view: Any) -> str:
         key = request_api_key(request)
         if key is not None:
-            ident = f"key:{key.pk}"
+            ident = f"key:{key.prefix}"  # unique and never reused (a row id can be, after deletes)
         elif request.user and request.user.is_authenticated:
             ident = f"user:{request.user.pk}"
         else:

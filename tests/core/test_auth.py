@@ -209,3 +209,34 @@ def test_openapi_schema_and_docs_are_served() -> None:
     docs = APIClient().get("/api/docs/")
     assert docs.status_code == 200
     assert b"swagger" in docs.content.lower()
+
+
+@pytest.mark.django_db
+def test_a_concurrent_burst_cannot_slip_past_the_throttle(tenant_a: Tenant) -> None:
+    """Twenty requests checked at the same instant on twenty threads: exactly the key's limit pass
+    (a read-then-write history would let every one of them through)."""
+    import threading
+
+    from rest_framework.request import Request as DrfRequest
+    from rest_framework.test import APIRequestFactory
+
+    from core.throttling import ApiKeyRateThrottle
+
+    key = ApiKey.objects.get(pk=tenant_a.read_key.id)
+    key.rate_limit = "3/min"
+    start = threading.Barrier(20)
+    allowed: list[bool] = []
+
+    def one() -> None:
+        request = DrfRequest(APIRequestFactory().get("/"))
+        request._authenticator, request._user, request._auth = None, None, key  # as the auth sets them
+        throttle = ApiKeyRateThrottle()
+        start.wait()
+        allowed.append(throttle.allow_request(request, None))
+
+    threads = [threading.Thread(target=one) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(allowed) == [False] * 17 + [True] * 3
