@@ -46,6 +46,17 @@ def _spread(values: list[float]) -> dict[str, float]:
     return {"p50": _pct(values, 0.5), "p95": _pct(values, 0.95), "max": round(max(values), 2)}
 
 
+def _side_figures(totals: list[float], overheads: list[float], stores: list[float]) -> dict[str, Any]:
+    figures: dict[str, Any] = {
+        "before_run_ms": _spread(totals),
+        "overhead_ms": _spread(overheads),
+        "runs": len(totals),
+    }
+    if stores:
+        figures["after_run_store_2_messages_ms"] = _spread(stores)
+    return figures
+
+
 def _wait_corpus(base: str, project: str, key: str, timeout: float = 300) -> int:
     headers = {"Authorization": f"Bearer {key}"}
     deadline = time.monotonic() + timeout
@@ -91,13 +102,7 @@ async def _provider_side(base: str, project: str, key: str) -> dict[str, Any]:
                     overheads.append(t.before_run_ms - t.platform_took_ms)
                     if t.after_run_ms is not None and config:
                         stores.append(t.after_run_ms)
-            out[name] = {
-                "before_run_ms": _spread(totals),
-                "overhead_ms": _spread(overheads),
-                "runs": len(totals),
-            }
-            if stores:
-                out[name]["after_run_store_2_messages_ms"] = _spread(stores)
+            out[name] = _side_figures(totals, overheads, stores)
     finally:
         model.close()
     return out
@@ -138,13 +143,7 @@ async def _bare_side(base: str, project: str, key: str) -> dict[str, Any]:
                 overheads.append(wall - took)
                 if with_memory:
                     stores.append(store_ms)
-            out[name] = {
-                "before_run_ms": _spread(totals),
-                "overhead_ms": _spread(overheads),
-                "runs": len(totals),
-            }
-            if stores:
-                out[name]["after_run_store_2_messages_ms"] = _spread(stores)
+            out[name] = _side_figures(totals, overheads, stores)
     return out
 
 

@@ -140,16 +140,7 @@ async def _deliver_async(event: ProgressEvent) -> None:
 
 
 def _deliver(event: ProgressEvent) -> None:
-    payload = event.payload()
-    try:
-        layer = get_channel_layer()
-        if layer is not None:
-            async_to_sync(layer.group_send)(
-                project_group(event.project_id), {"type": GROUP_EVENT_TYPE, "event": payload}
-            )
-    except Exception as exc:  # noqa: BLE001 - advisory delivery never fails the caller
-        logger.warning("progress event not sent to channel group: %s", exc)
-    _publish_redis(payload)
+    async_to_sync(_deliver_async)(event)
 
 
 def _publish_redis(payload: dict[str, object]) -> None:

@@ -90,8 +90,9 @@ class KnowledgeContextProvider(ContextProvider):
         if self._client is not None:
             return self
         client = AsyncPlatformClient(self.settings)
+        knowledge = KnowledgeClient(client)
         try:
-            await KnowledgeClient(client).project()
+            await knowledge.project()
         except PlatformError as exc:
             if not (_transient(exc) and self.config.fail_open):
                 await client.aclose()
@@ -99,9 +100,7 @@ class KnowledgeContextProvider(ContextProvider):
             log.warning(
                 "knowledge platform not reachable at start (%s); runs go on without it until it is", exc
             )
-        self._client = client
-        self._knowledge = KnowledgeClient(client)
-        self._memory = MemoryClient(client)
+        self._client, self._knowledge, self._memory = client, knowledge, MemoryClient(client)
         return self
 
     async def __aexit__(
