@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "memory",
     "retrieval",
     "sessions_graph",
+    "curation",
 ]
 
 MIDDLEWARE = [
@@ -329,12 +330,29 @@ MEMORY_CONSOLIDATE_AFTER_DAYS = env.int("MEMORY_CONSOLIDATE_AFTER_DAYS", default
 # Derive facts, preferences, mentions and summaries in a Celery job after every store
 MEMORY_PROCESS_ON_STORE = env.bool("MEMORY_PROCESS_ON_STORE", default=True)
 MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="celery")
-# Celery beat consolidates every project's old messages this often (hours); 0 turns it off
-MEMORY_CONSOLIDATE_EVERY_HOURS = env.float("MEMORY_CONSOLIDATE_EVERY_HOURS", default=24.0)
+# Celery beat consolidates every project's old messages this often (hours); 0 (the default) leaves it
+# to the default retention policy "conversation turns older than 90 days" (curation)
+MEMORY_CONSOLIDATE_EVERY_HOURS = env.float("MEMORY_CONSOLIDATE_EVERY_HOURS", default=0.0)
 # Vector search over scopes up to this many memories is an exact scan, beyond it the index
 MEMORY_EXACT_SCAN_MAX = env.int("MEMORY_EXACT_SCAN_MAX", default=5000)
-MEMORY_DEFAULT_ACCESSIBILITY = env.str("MEMORY_DEFAULT_ACCESSIBILITY", default="private")
+# Accessibility of new projects' conversations: private (seen only by searches naming the owner),
+# shared or public (seen by any search whose scope matches)
+MEMORY_DEFAULT_ACCESSIBILITY = env.str("MEMORY_DEFAULT_ACCESSIBILITY", default="shared")
+# --- Curation: privacy, retention, erasure (issue 9) -------------------------------------------------------
+# Phone numbers written without a country code are read as numbers of this region (ISO 3166 code)
+PII_PHONE_REGION = env.str("PII_PHONE_REGION", default="US")
+# Celery beat runs every enabled retention policy this often (hours); 0 turns it off
+RETENTION_EVERY_HOURS = env.float("RETENTION_EVERY_HOURS", default=24.0)
+RETENTION_BATCH = env.int("RETENTION_BATCH", default=500)  # nodes handled per transaction by a run
+# Graph content pages of the admin show this many rows per page
+CURATION_PAGE_SIZE = env.int("CURATION_PAGE_SIZE", default=50)
+
 CELERY_BEAT_SCHEDULE = {}
+if RETENTION_EVERY_HOURS > 0:
+    CELERY_BEAT_SCHEDULE["retention-enforce"] = {
+        "task": "curation.tasks.retention_enforce_all",
+        "schedule": RETENTION_EVERY_HOURS * 3600,
+    }
 if MEMORY_CONSOLIDATE_EVERY_HOURS > 0:
     CELERY_BEAT_SCHEDULE["memory-consolidate"] = {
         "task": "memory.tasks.memory_consolidate_all",

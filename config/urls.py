@@ -23,4 +23,5 @@ urlpatterns = [
     path("api/v1/", include("memory.urls")),
     path("api/v1/", include("retrieval.urls")),
     path("api/v1/", include("sessions_graph.urls")),
+    path("api/v1/", include("curation.urls")),
 ]

@@ -13,6 +13,13 @@ SCOPES = ("read", "write", "admin")
 SCOPE_IMPLIES = {"admin": {"admin", "write", "read"}, "write": {"write", "read"}, "read": {"read"}}
 
 KEY_PREFIX_LEN = 8
+ACCESSIBILITY = ("private", "shared", "public")
+
+
+def default_accessibility() -> str:
+    from django.conf import settings
+
+    return str(settings.MEMORY_DEFAULT_ACCESSIBILITY)
 
 
 def _uuid_str() -> str:
@@ -28,6 +35,22 @@ class Project(models.Model):
     embedding_dimensions = models.PositiveIntegerField()
     chunk_size_tokens = models.PositiveIntegerField(default=600)
     chunk_overlap_tokens = models.PositiveIntegerField(default=100)
+    # Privacy defaults of new conversations (seed 003) and redaction at ingest (issue 9)
+    default_retention_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="days a new conversation is kept after its last message; empty: kept"
+    )
+    default_anonymize = models.BooleanField(
+        default=False, help_text="expired conversations are anonymised instead of deleted"
+    )
+    default_accessibility = models.CharField(
+        max_length=16,
+        choices=[(a, a) for a in ACCESSIBILITY],
+        default=default_accessibility,
+        help_text="private: only searches naming the owner see it; shared and public: any matching scope",
+    )
+    redact_pii_at_ingest = models.BooleanField(
+        default=False, help_text="replace PII in documents and messages by placeholders before storing"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -34,7 +34,7 @@ def project_group(project_id: str) -> str:
 
 
 class ProgressEvent(BaseModel):
-    message_type: Literal["retrieval_progress", "ingestion_progress", "memory_progress"]
+    message_type: Literal["retrieval_progress", "ingestion_progress", "memory_progress", "curation_progress"]
     project_id: str
     retrieval_id: str | None = None
     job_id: str | None = None

@@ -10,7 +10,7 @@ import re
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from django.conf import settings
@@ -26,6 +26,7 @@ from core.graph.tenancy import chunk_label, project_index_ensure
 from core.llm.usage import usage_meter
 from core.metadata import encode_pairs
 from core.models import Job, Project
+from core.pii import PLACEHOLDERS, anonymise
 from core.progress import ProgressEvent, job_progress, publish
 from core.services import project_embedder_check
 from knowledge import cypher
@@ -51,6 +52,21 @@ def content_hash(doc: DocumentInput) -> str:
     return digest.hexdigest()
 
 
+def _redacted(doc: DocumentInput) -> DocumentInput:
+    """The project redacts PII at ingest: the text and title get placeholders (a name found in one is
+    replaced in both) and the author goes, before anything is stored or hashed."""
+    author = [doc.author] if doc.author else []
+    title = anonymise(doc.title, known_names=author, phone_region=settings.PII_PHONE_REGION)
+    text = anonymise(doc.text, known_names=[*author, *title.names], phone_region=settings.PII_PHONE_REGION)
+    if text.names - title.names:
+        title = anonymise(
+            doc.title, known_names=[*author, *text.names], phone_region=settings.PII_PHONE_REGION
+        )
+    return replace(
+        doc, title=title.text, text=text.text, author=PLACEHOLDERS["person"] if doc.author else None
+    )
+
+
 def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> SubmitResult:
     """Queue documents for ingestion. Same content (hash) as a stored or queued document: a no-op."""
     project = Project.objects.get(pk=project_id)
@@ -58,6 +74,8 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
     if not documents:
         raise InvalidInput("no documents given")
     ensure_schema()
+    if project.redact_pii_at_ingest:
+        documents = [_redacted(doc) for doc in documents]
     references = _resolve_references(project_id, documents)
     rows = []
     for position, doc in enumerate(documents):

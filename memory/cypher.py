@@ -48,7 +48,8 @@ MERGE (c:Conversation {project_id: $project_id, key: $conversation_key})
                 c.user_id = $user_id, c.thread_id = $thread_id, c.scope_tokens = $scope_tokens,
                 c.started_at = $rows[0].timestamp, c.message_count = 0, c.last_seq = 0,
                 c.summarized_seq = 0, c.pending_tokens = 0, c.consolidated_count = 0,
-                c.accessibility = $accessibility, c.anonymize = false
+                c.accessibility = $accessibility, c.anonymize = $anonymize,
+                c.retention_days = $retention_days
 SET c._lock = true
 WITH c, c.last_seq AS base, c.last_memory_id AS previous
 UNWIND range(0, size($rows) - 1) AS i
@@ -57,7 +58,8 @@ CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row
                   timestamp: row.timestamp, message_id: row.message_id, author_name: row.author_name,
                   application_id: $application_id, agent_id: $agent_id, user_id: $user_id,
                   thread_id: $thread_id, scope_tokens: $scope_tokens, conversation_id: c.id,
-                  seq: base + i + 1, token_count: row.token_count, processed: false})
+                  seq: base + i + 1, token_count: row.token_count, processed: false,
+                  accessibility: c.accessibility})
 SET m.embedding = row.embedding
 CREATE (m)-[:PART_OF]->(c)
 WITH c, base, previous, collect(m) AS ms
@@ -71,6 +73,11 @@ FOREACH (i IN range(0, size(ms) - 2) |
 SET c.last_seq = base + size(ms), c.last_memory_id = last(ms).id,
     c.message_count = coalesce(c.message_count, 0) + size(ms), c.ended_at = last(ms).timestamp,
     c.pending_tokens = coalesce(c.pending_tokens, 0) + reduce(t = 0, m IN ms | t + m.token_count)
+// a conversation with a retention expires that many days after its last message, unless a curator
+// fixed its expiry
+SET c.expires_at = CASE WHEN c.expires_fixed THEN c.expires_at
+                        WHEN c.retention_days IS NULL THEN null
+                        ELSE toString(datetime(c.ended_at) + duration({days: c.retention_days})) END
 REMOVE c._lock
 RETURN c.id AS conversation_id, [m IN ms | {id: m.id, seq: m.seq}] AS stored,
        c.last_seq - coalesce(c.summarized_seq, 0) AS pending_messages, c.pending_tokens AS pending_tokens
@@ -305,7 +312,8 @@ WHERE coalesce(c.summarized_seq, 0) = $summarized_seq
 CREATE (s:ConversationSummary {id: $id, project_id: $project_id, conversation_id: c.id, text: $text,
         first_seq: $first_seq, last_seq: $last_seq, message_count: size($memory_ids), mode: $mode,
         created_at: $created_at, application_id: c.application_id, agent_id: c.agent_id,
-        user_id: c.user_id, thread_id: c.thread_id, scope_tokens: c.scope_tokens, consolidated: false})
+        user_id: c.user_id, thread_id: c.thread_id, scope_tokens: c.scope_tokens, consolidated: false,
+        accessibility: c.accessibility})
 SET s.embedding = $embedding
 CREATE (s)-[:SUMMARIZES]->(c)
 SET c.summarized_seq = $last_seq, c.summary = $text,
@@ -425,7 +433,7 @@ ORDER BY m.conversation_id, m.seq
 CONVERSATION_GET = """
 MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id
 RETURN c {.id, .key, .application_id, .agent_id, .user_id, .thread_id, .scope_tokens, .last_seq,
-          .summarized_seq, .pending_tokens, .message_count} AS conversation
+          .summarized_seq, .pending_tokens, .message_count, .accessibility} AS conversation
 """
 
 # --- consolidation -------------------------------------------------------------------------------------
@@ -461,7 +469,7 @@ CREATE (s:ConversationSummary {id: $id, project_id: $project_id, conversation_id
         first_seq: $first_seq, last_seq: $last_seq, message_count: size(ms), mode: $mode,
         created_at: $created_at, application_id: c.application_id, agent_id: c.agent_id,
         user_id: c.user_id, thread_id: c.thread_id, scope_tokens: c.scope_tokens, consolidated: true,
-        covers_from: $covers_from, covers_to: $covers_to})
+        covers_from: $covers_from, covers_to: $covers_to, accessibility: c.accessibility})
 SET s.embedding = $embedding
 CREATE (s)-[:SUMMARIZES]->(c)
 WITH c, ms, s

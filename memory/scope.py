@@ -51,6 +51,16 @@ class Scope:
         """`var.user_id = $user_id AND …` for the given keys: fixed text, values are parameters."""
         return " AND ".join(f"{var}.{key} = ${key}" for key in self.given()) or "true"
 
+    def visible_where(self, var: str) -> str:
+        """`where` for reads: the scope, and a private conversation's content (its accessibility is
+        copied onto its messages, summaries, facts and preferences) only for a reader naming its
+        owner: the user, or the thread when the conversation has no user."""
+        return (
+            f"{self.where(var)} AND (coalesce({var}.accessibility, 'shared') <> 'private'"
+            f" OR ({var}.user_id IS NOT NULL AND {var}.user_id = $user_id)"
+            f" OR ({var}.user_id IS NULL AND {var}.thread_id = $thread_id))"
+        )
+
 
 def token(key: str, value: str) -> str:
     return _TOKEN_PREFIX[key] + hashlib.sha256(f"{key}\x00{value}".encode()).hexdigest()[:24]

@@ -59,7 +59,7 @@ class _Search:
     # --- messages ---
 
     def vector_memories(self, limit: int) -> Hits:
-        where = self.scope.where("m")
+        where = self.scope.visible_where("m")
         size = self._timed("scope_size", cypher.SCOPE_SIZE.format(scope=where), **self.scope.params())[0][
             "size"
         ]
@@ -109,7 +109,7 @@ class _Search:
             return []
         text = "text:(" + " OR ".join(lucene.escape(t) for t in terms) + ")"
         expression = f"{text} AND {lucene_filter(self.project_id, scope)}"
-        query = cypher.FULLTEXT.format(scope=scope.where("m"), extra=extra)
+        query = cypher.FULLTEXT.format(scope=scope.visible_where("m"), extra=extra)
         # the scope is inside the Lucene query, so the first hits are the scope's: no over-fetch
         rows = self._timed(
             "fulltext",
@@ -125,7 +125,10 @@ class _Search:
 
     def recent_memories(self, limit: int) -> Hits:
         rows = self._timed(
-            "recency", cypher.RECENT.format(scope=self.scope.where("m")), limit=limit, **self.scope.params()
+            "recency",
+            cypher.RECENT.format(scope=self.scope.visible_where("m")),
+            limit=limit,
+            **self.scope.params(),
         )
         # newest first; a rank-based score keeps the order meaningful next to other levels
         return [Candidate(r["id"], 1.0 / (1 + i)) for i, r in enumerate(rows)]
@@ -147,7 +150,7 @@ class _Search:
 
     def level(self, label: str, mode: str, scope: Scope, limit: int, extra: str = "", **params: Any) -> Hits:
         """Nodes of `label` in `scope` ranked for the query; `extra` is a fixed `AND n.…` condition."""
-        where = scope.where("n")
+        where = scope.visible_where("n")
         if mode == "recency":
             rows = self._timed(
                 label,
@@ -400,7 +403,7 @@ def memories_list(
     scope.require()
     after_ts, after_id = _cursor_decode(cursor) if cursor else (None, None)
     rows = graph.read(
-        cypher.LIST.format(scope=scope.where("m")),
+        cypher.LIST.format(scope=scope.visible_where("m")),
         project_id=project_id,
         after_ts=after_ts,
         after_id=after_id,

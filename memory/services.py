@@ -9,6 +9,7 @@ import math
 import time
 import uuid
 from collections import defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -52,7 +53,7 @@ def normalise_timestamp(value: str) -> str:
     return parsed.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
 
 
-def _prepare(project_id: str, scope: Scope) -> None:
+def _prepare(project_id: str, scope: Scope) -> Project:
     scope.require()
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
@@ -60,6 +61,7 @@ def _prepare(project_id: str, scope: Scope) -> None:
     project_embedder_check(project=project)
     ensure_schema()
     ensure_memory_indexes()
+    return project
 
 
 def _progress(job: Job, phase: str, pct: int, summary: str, details: str = "") -> None:
@@ -93,6 +95,24 @@ def memories_batch_check(*, count: int) -> None:
         )
 
 
+def _redacted(
+    keep: list[tuple[int, MessageInput]], supplied: dict[int, list[float]]
+) -> list[tuple[int, MessageInput]]:
+    """The project redacts PII at ingest: placeholders replace it before anything is stored, and an
+    embedding the caller computed from the original text is dropped (it would encode the PII)."""
+    from core.pii import anonymise
+
+    known = {m.author_name for _p, m in keep if m.author_name}
+    out = []
+    for position, message in keep:
+        result = anonymise(message.text, known_names=known, phone_region=settings.PII_PHONE_REGION)
+        if result.changed:
+            supplied.pop(position, None)
+            message = replace(message, text=result.text)
+        out.append((position, message))
+    return out
+
+
 def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput]) -> StoreResult:
     """Store a batch of messages in one transaction (one UNWIND), in order, as the next messages of
     the scope's conversation. Roles outside MEMORY_ROLES are skipped and reported. Facts,
@@ -119,9 +139,11 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
     supplied = {p: _check_embedding(m.embedding, p) for p, m in keep if m.embedding is not None}
     stamp = now_iso()
     timestamps = {p: normalise_timestamp(m.timestamp) if m.timestamp else stamp for p, m in keep}
-    _prepare(project_id, scope)
+    project = _prepare(project_id, scope)
     if not keep:
         return StoreResult(conversation_id=None, stored=[], skipped=skipped, job_id=None)
+    if project.redact_pii_at_ingest:
+        keep = _redacted(keep, supplied)
 
     missing = [(p, m.text) for p, m in keep if p not in supplied]
     if missing:
@@ -146,7 +168,9 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
         conversation_key=conversation_key(scope),
         conversation_id=str(uuid.uuid4()),
         scope_tokens=node_tokens(project_id, scope),
-        accessibility=settings.MEMORY_DEFAULT_ACCESSIBILITY,
+        accessibility=project.default_accessibility,
+        anonymize=project.default_anonymize,
+        retention_days=project.default_retention_days,
         rows=rows,
         **scope.params(),
     )[0]
@@ -216,6 +240,7 @@ def _write_derived(
             "predicate": fact.predicate,
             "object": fact.object,
             "confidence": fact.confidence,
+            "accessibility": conversation.get("accessibility") or "shared",
         }
         items.append(("Fact", key, extraction.norm(fact.object), props, fact.source_ids))
     for pref in derived.preferences:
@@ -225,6 +250,7 @@ def _write_derived(
             "category": pref.category,
             "value": pref.value,
             "sentiment": pref.sentiment,
+            "accessibility": conversation.get("accessibility") or "shared",
         }
         items.append(("Preference", key, pref.sentiment, props, pref.source_ids))
     if not items:

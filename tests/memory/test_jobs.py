@@ -81,12 +81,16 @@ def test_store_queues_processing_with_progress_then_summarise_and_consolidate() 
 
 
 def test_beat_consolidates_every_project() -> None:
+    """Consolidation on a schedule is the default retention policy's job (seed 003: turns older
+    than 90 days condensed to summaries); the memory app's own beat task still works when enabled."""
     from django.conf import settings
 
+    from curation.tasks import retention_enforce_all
     from memory.tasks import memory_consolidate_all
 
-    entry = settings.CELERY_BEAT_SCHEDULE["memory-consolidate"]
-    assert entry["task"] == memory_consolidate_all.name and entry["schedule"] == 24 * 3600
+    entry = settings.CELERY_BEAT_SCHEDULE["retention-enforce"]
+    assert entry["task"] == retention_enforce_all.name and entry["schedule"] == 24 * 3600
+    assert "memory-consolidate" not in settings.CELERY_BEAT_SCHEDULE
     tenant = make_tenant("mem-beat")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
     old = (datetime.now(UTC) - timedelta(days=100)).isoformat()

@@ -1,0 +1,367 @@
+"""Reads of curation: the admin's graph content pages (keyset-paginated in Cypher, never a whole
+label set in memory), detail neighbourhoods, and previews."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from core import graph
+from core.errors import InvalidInput, NotFound
+from curation.models import ErasureRequest
+from memory.scope import Scope, lucene_filter
+from retrieval import lucene
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of graph content in the admin: its label, the property pages are ordered by (newest
+    first when it is a time), the columns shown and how it is filtered and searched."""
+
+    name: str
+    label: str
+    order: str
+    columns: tuple[str, ...]
+    time_order: bool = True
+    time_type: str = "iso"  # iso text, Neo4j datetime or epoch milliseconds
+    user_property: str | None = "user_id"
+    fulltext: str | None = None  # index searched by `q`
+    search_via: str | None = None  # a property of the hit that names the listed node
+    search_property: str | None = None  # or a STARTS WITH match on this property
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind(
+            "conversations",
+            "Conversation",
+            "ended_at",
+            (
+                "user_id",
+                "thread_id",
+                "application_id",
+                "message_count",
+                "ended_at",
+                "accessibility",
+                "retention_days",
+                "expires_at",
+                "anonymize",
+            ),
+            fulltext="memory_fulltext",
+            search_via="conversation_id",
+        ),
+        Kind(
+            "memories",
+            "Memory",
+            "timestamp",
+            ("timestamp", "role", "user_id", "thread_id", "text", "conversation_id", "accessibility"),
+            fulltext="memory_fulltext",
+        ),
+        Kind(
+            "documents",
+            "Document",
+            "created_at",
+            ("title", "source_path", "status", "author", "chunk_count", "entity_count", "created_at"),
+            time_type="datetime",
+            user_property="author",
+            fulltext="chunk_fulltext",
+            search_via="document_id",
+        ),
+        Kind(
+            "entities",
+            "Entity",
+            "name",
+            ("name", "type", "description", "orphaned_at"),
+            time_order=False,
+            user_property=None,
+            fulltext="entity_text",
+        ),
+        Kind(
+            "communities",
+            "Community",
+            "title",
+            ("title", "level", "rank", "size", "stale"),
+            time_order=False,
+            user_property=None,
+            search_property="title",
+        ),
+        Kind(
+            "sessions",
+            "Session",
+            "last_update_time",
+            ("app_name", "user_id", "session_id", "event_count", "last_update_time"),
+            time_type="epoch_ms",
+            search_property="session_id",
+        ),
+    )
+}
+
+
+@dataclass
+class Page:
+    kind: Kind
+    rows: list[dict[str, Any]]
+    next_cursor: str | None
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+def _cursor_encode(value: Any, node_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([value, node_id]).encode()).decode()
+
+
+def _cursor_decode(cursor: str) -> tuple[Any, str]:
+    try:
+        value, node_id = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
+        if not isinstance(node_id, str):
+            raise ValueError
+        return value, node_id
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor is not one this page made", details={"field": "cursor"}) from exc
+
+
+def _time_bound(kind: Kind, day: date, *, end: bool) -> tuple[str, Any]:
+    """A day boundary as the kind's property compares: (Cypher expression of $param, value)."""
+    moment = datetime.combine(day + timedelta(days=1) if end else day, time.min, tzinfo=UTC)
+    if kind.time_type == "datetime":
+        return "datetime(${})", moment.isoformat()
+    if kind.time_type == "epoch_ms":
+        return "${}", int(moment.timestamp() * 1000)
+    return "${}", moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _search_ids(kind: Kind, project_id: str | None, q: str, limit: int) -> list[str] | None:
+    """Node ids matching `q` through the kind's fulltext index (None: the kind searches by prefix)."""
+    if kind.fulltext is None:
+        return None
+    terms = [lucene.escape(t) for t in lucene.query_terms(q, max_terms=32)]
+    if not terms:
+        return []
+    field_name = "name" if kind.label == "Entity" else "text"
+    expression = f"{field_name}:(" + " OR ".join(terms) + ")"
+    if kind.label == "Entity":
+        expression = "(" + expression + " OR description:(" + " OR ".join(terms) + "))"
+    if kind.fulltext == "memory_fulltext" and project_id:
+        expression += " AND " + lucene_filter(project_id, Scope())
+    via = kind.search_via
+    rows = graph.read(
+        "CALL db.index.fulltext.queryNodes($index, $lucene, {limit: $fetch}) YIELD node, score "
+        "WHERE $project_id IS NULL OR node.project_id = $project_id "
+        + (f"RETURN DISTINCT node.{via} AS id LIMIT $limit" if via else "RETURN node.id AS id LIMIT $limit"),
+        index=kind.fulltext,
+        lucene=expression,
+        fetch=limit * 20,
+        project_id=project_id,
+        limit=limit,
+    )
+    return [r["id"] for r in rows if r["id"]]
+
+
+def graph_page(
+    *,
+    kind_name: str,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    date_from: date | None = None,
+    date_to: date | None = None,
+    q: str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> Page:
+    """One page of a kind, newest (or first by name) first, filtered; `next_cursor` continues it."""
+    kind = KINDS.get(kind_name)
+    if kind is None:
+        raise NotFound("no such kind of graph content")
+    where: list[str] = []
+    params: dict[str, Any] = {"limit": limit + 1}
+    if project_id:
+        where.append("n.project_id = $project_id")
+        params["project_id"] = project_id
+    if user_id and kind.user_property:
+        where.append(f"n.{kind.user_property} = $user_id")
+        params["user_id"] = user_id
+    if kind.time_order:
+        if date_from:
+            expr, params["date_from"] = _time_bound(kind, date_from, end=False)
+            where.append(f"n.{kind.order} >= " + expr.format("date_from"))
+        if date_to:
+            expr, params["date_to"] = _time_bound(kind, date_to, end=True)
+            where.append(f"n.{kind.order} < " + expr.format("date_to"))
+    if q:
+        ids = _search_ids(kind, project_id, q, limit=500)
+        if ids is None and kind.search_property:
+            where.append(f"n.{kind.search_property} STARTS WITH $q")
+            params["q"] = q
+        elif ids is not None:
+            where.append("n.id IN $ids")
+            params["ids"] = ids
+    order = f"n.{kind.order}"
+    if cursor:
+        value, after_id = _cursor_decode(cursor)
+        params["after_value"], params["after_id"] = value, after_id
+        if kind.time_order:
+            cmp = "datetime($after_value)" if kind.time_type == "datetime" else "$after_value"
+            where.append(f"{order} <= {cmp} AND ({order} < {cmp} OR n.id > $after_id)")
+        else:
+            where.append(f"{order} >= $after_value AND ({order} > $after_value OR n.id > $after_id)")
+    else:
+        where.append(f"{order} IS NOT NULL")
+    direction = "DESC" if kind.time_order else ""
+    columns = ", ".join(f".{c}" for c in kind.columns)
+    query = (
+        f"MATCH (n:{kind.label}) WHERE {' AND '.join(where)} "
+        f"RETURN n {{.id, .project_id, {columns}}} AS row, "
+        + (f"toString({order}) AS sort_value " if kind.time_type == "datetime" else f"{order} AS sort_value ")
+        + f"ORDER BY {order} {direction}, n.id LIMIT $limit"
+    )
+    rows = graph.read(query, **params)
+    page = rows[:limit]
+    next_cursor = None
+    if len(rows) > limit and page:
+        next_cursor = _cursor_encode(page[-1]["sort_value"], page[-1]["row"]["id"])
+    out = []
+    for r in page:
+        row = dict(r["row"])
+        if kind.time_type == "datetime" and row.get(kind.order) is not None:
+            row[kind.order] = str(row[kind.order])
+        if isinstance(row.get("text"), str) and len(row["text"]) > 200:
+            row["text"] = row["text"][:200] + "…"
+        if isinstance(row.get("description"), str) and len(row["description"]) > 200:
+            row["description"] = row["description"][:200] + "…"
+        out.append(row)
+    filters = {
+        "project_id": project_id,
+        "user_id": user_id,
+        "date_from": date_from,
+        "date_to": date_to,
+        "q": q,
+    }
+    return Page(kind=kind, rows=out, next_cursor=next_cursor, filters=filters)
+
+
+# --- details ---------------------------------------------------------------------------------------------
+
+CONVERSATION_DETAIL = """
+MATCH (c:Conversation {id: $id})
+OPTIONAL MATCH (s:ConversationSummary)-[:SUMMARIZES]->(c)
+WITH c, collect(s {.id, .text, .first_seq, .last_seq, .mode, .created_at}) AS summaries
+CALL (c) {
+  MATCH (m:Memory)-[:PART_OF]->(c)
+  WITH m ORDER BY m.seq DESC LIMIT $messages
+  RETURN collect(m {.id, .seq, .role, .text, .timestamp, .author_name, .anonymized}) AS messages
+}
+CALL (c) {
+  MATCH (d)-[:EXTRACTED_FROM]->(:Memory|ConversationSummary)-[:PART_OF|SUMMARIZES]->(c)
+  WITH DISTINCT d LIMIT 200
+  RETURN collect(d {.id, .text, .valid_until, kind: labels(d)[0]}) AS derived
+}
+RETURN c {.*} AS conversation, summaries, reverse(messages) AS messages, derived
+"""
+
+DOCUMENT_DETAIL = """
+MATCH (d:Document {id: $id})
+CALL (d) {
+  MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
+  WITH c ORDER BY c.index LIMIT 100
+  RETURN collect(c {.id, .index, .text, .token_count}) AS chunks
+}
+CALL (d) {
+  MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:HAS_ENTITY]->(e:Entity)
+  WITH DISTINCT e LIMIT 200
+  RETURN collect(e {.id, .name, .type}) AS entities
+}
+RETURN d {.id, .project_id, .title, .source_path, .mime_type, .author, .status, .chunk_count,
+          .entity_count, .relation_count, created_at: toString(d.created_at)} AS document, chunks, entities
+"""
+
+MEMORY_DETAIL = """
+MATCH (m:Memory {id: $id})
+OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
+OPTIONAL MATCH (m)-[:MENTIONS]->(e:Entity)
+RETURN m {.*, embedding: null} AS memory,
+       collect(DISTINCT d {.id, .text, kind: labels(d)[0]}) AS derived,
+       collect(DISTINCT e {.id, .name, .type}) AS entities
+"""
+
+ENTITY_DETAIL = """
+MATCH (e:Entity {id: $id})
+CALL (e) {
+  OPTIONAL MATCH (e)-[r:RELATED]-(o:Entity)
+  WITH r, o LIMIT 100
+  RETURN collect(CASE WHEN o IS NULL THEN null ELSE {id: o.id, name: o.name, description: r.description,
+                 weight: r.weight} END) AS related
+}
+CALL (e) {
+  OPTIONAL MATCH (c:Chunk)-[:HAS_ENTITY]->(e)
+  WITH c LIMIT 50
+  RETURN collect(c {.id, .document_id, .text}) AS chunks
+}
+RETURN e {.id, .project_id, .name, .type, .description, .orphaned_at} AS entity, related, chunks
+"""
+
+COMMUNITY_DETAIL = """
+MATCH (c:Community {id: $id})
+CALL (c) {
+  OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
+  WITH e LIMIT 100
+  RETURN collect(e {.id, .name, .type}) AS entities
+}
+OPTIONAL MATCH (c)-[:IN_COMMUNITY]->(parent:Community)
+RETURN c {.id, .project_id, .title, .summary, .level, .rank, .size, .stale} AS community, entities,
+       parent.id AS parent_id
+"""
+
+SESSION_DETAIL = """
+MATCH (s:Session {id: $id})
+CALL (s) {
+  MATCH (e:Event) WHERE e.session_uid = s.id
+  WITH e ORDER BY e.seq LIMIT 200
+  RETURN collect(e {.id, .seq, .author, .text, .timestamp}) AS events
+}
+RETURN s {.id, .project_id, .app_name, .user_id, .session_id, .event_count, .last_update_time} AS session,
+       events
+"""
+
+_DETAILS = {
+    "conversations": CONVERSATION_DETAIL,
+    "documents": DOCUMENT_DETAIL,
+    "memories": MEMORY_DETAIL,
+    "entities": ENTITY_DETAIL,
+    "communities": COMMUNITY_DETAIL,
+    "sessions": SESSION_DETAIL,
+}
+
+
+def graph_detail(*, kind_name: str, node_id: str) -> dict[str, Any]:
+    """A node and its neighbourhood (a document's chunks and entities, a conversation's messages,
+    summaries and facts, …)."""
+    query = _DETAILS.get(kind_name)
+    if query is None:
+        raise NotFound("no such kind of graph content")
+    rows = graph.read(query, id=node_id, messages=200)
+    if not rows:
+        raise NotFound("no such node")
+    return dict(rows[0])
+
+
+def conversation_privacy_get(*, project_id: str, conversation_id: str) -> dict[str, Any]:
+    rows = graph.read(
+        "MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id "
+        "RETURN c {.id, .user_id, .thread_id, .application_id, .agent_id, .retention_days, .anonymize, "
+        ".accessibility, .expires_at, .expires_fixed, .message_count} AS conversation",
+        project_id=project_id,
+        id=conversation_id,
+    )
+    if not rows:
+        raise NotFound("no such conversation in this project")
+    return dict(rows[0]["conversation"])
+
+
+def erasure_request_get(*, project_id: str, request_id: str) -> ErasureRequest:
+    found = ErasureRequest.objects.filter(pk=request_id, project_id=project_id).first()
+    if found is None:
+        raise NotFound("no such erasure request in this project")
+    return found

@@ -1,0 +1,596 @@
+"""Writes of curation (issue 9): privacy settings, retention runs, anonymisation, erasure requests,
+and the audit entry every one of them leaves. Reads are in curation.selectors."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from core import graph
+from core.embeddings import get_embedder
+from core.errors import InvalidInput, NotFound
+from core.graph.schema import ensure_schema
+from core.models import ACCESSIBILITY, Project
+from core.pii import PLACEHOLDERS, anonymise
+from core.progress import ProgressEvent, publish
+from curation import cypher
+from curation.models import AuditEntry, ErasureRequest, PolicyRun, RetentionPolicy
+
+logger = logging.getLogger(__name__)
+
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # memory timestamps (sort as text)
+UNSET: Any = object()
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+
+
+def audit_record(
+    *,
+    actor: str,
+    action: Any,  # an AuditEntry.Action
+    project_id: str | None = None,
+    target_kind: str = "",
+    target_id: str = "",
+    counts: dict[str, Any] | None = None,
+    details: dict[str, Any] | None = None,
+) -> AuditEntry:
+    return AuditEntry.objects.create(
+        project_id=project_id,
+        actor=actor[:200] or "unknown",
+        action=action,
+        target_kind=target_kind,
+        target_id=target_id[:256],
+        counts=counts or {},
+        details=details or {},
+    )
+
+
+# --- privacy -------------------------------------------------------------------------------------------
+
+
+def conversation_privacy_set(
+    *,
+    project_id: str,
+    conversation_id: str,
+    actor: str,
+    retention_days: int | None = UNSET,
+    anonymize: bool | None = None,
+    accessibility: str | None = None,
+    expires_at: datetime | None = UNSET,
+) -> dict[str, Any]:
+    """Change a conversation's privacy settings (seed 003). `retention_days` None keeps it for good;
+    `expires_at` fixes a date (None goes back to the retention). Audited."""
+    if retention_days is not UNSET and retention_days is not None and not 1 <= retention_days <= 36_500:
+        raise InvalidInput("retention_days must be between 1 and 36500", details={"field": "retention_days"})
+    if accessibility is not None and accessibility not in ACCESSIBILITY:
+        raise InvalidInput(
+            f"accessibility must be one of {', '.join(ACCESSIBILITY)}", details={"field": "accessibility"}
+        )
+    ensure_schema()
+    rows = graph.write(
+        cypher.PRIVACY_SET,
+        project_id=project_id,
+        id=conversation_id,
+        set_retention=retention_days is not UNSET,
+        retention_days=None if retention_days is UNSET else retention_days,
+        anonymize=anonymize,
+        accessibility=accessibility,
+        set_expires=expires_at is not UNSET,
+        expires_at=None if expires_at is UNSET or expires_at is None else _iso(expires_at),
+    )
+    if not rows:
+        raise NotFound("no such conversation in this project")
+    conversation = rows[0]["conversation"]
+    changed = {
+        "retention_days": None if retention_days is UNSET else retention_days,
+        "anonymize": anonymize,
+        "accessibility": accessibility,
+        "expires_at": None if expires_at is UNSET or expires_at is None else _iso(expires_at),
+    }
+    audit_record(
+        actor=actor,
+        action=AuditEntry.Action.PRIVACY_SET,
+        project_id=project_id,
+        target_kind="conversation",
+        target_id=conversation_id,
+        details={"set": {k: v for k, v in changed.items() if v is not None}},
+    )
+    return dict(conversation)
+
+
+PROJECT_PRIVACY_FIELDS = (
+    "default_accessibility",
+    "default_retention_days",
+    "default_anonymize",
+    "redact_pii_at_ingest",
+)
+
+
+def project_privacy_get(*, project_id: str) -> dict[str, Any]:
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        raise NotFound("no such project")
+    return {"project_id": project.pk, **{f: getattr(project, f) for f in PROJECT_PRIVACY_FIELDS}}
+
+
+def project_privacy_set(*, project_id: str, actor: str, **changes: Any) -> dict[str, Any]:
+    """Project defaults for new conversations (existing ones keep theirs) and redaction at ingest."""
+    unknown = set(changes) - set(PROJECT_PRIVACY_FIELDS)
+    if unknown:
+        raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    if "default_accessibility" in changes and changes["default_accessibility"] not in ACCESSIBILITY:
+        raise InvalidInput("default_accessibility must be private, shared or public")
+    with transaction.atomic():
+        updated = Project.objects.filter(pk=project_id).update(**changes)
+        if not updated:
+            raise NotFound("no such project")
+        audit_record(
+            actor=actor,
+            action=AuditEntry.Action.PRIVACY_SET,
+            project_id=project_id,
+            target_kind="project",
+            target_id=project_id,
+            details={"set": changes},
+        )
+    return project_privacy_get(project_id=project_id)
+
+
+# --- anonymisation ------------------------------------------------------------------------------------------
+
+
+def _anonymise_rows(project_id: str, rows: list[dict[str, Any]], known: Iterable[str] = ()) -> Counter[str]:
+    """Anonymise a batch of messages: text and author replaced, embedding recomputed, everything
+    drawn from them removed (facts, preferences, covering summaries, entity mentions)."""
+    if not rows:
+        return Counter()
+    names = {*known, *(r["author_name"] for r in rows if r.get("author_name"))}
+    results = []
+    for row in rows:  # a name found by cue in one message is replaced in every message of the batch
+        names |= anonymise(row["text"] or "", known_names=names, phone_region=settings.PII_PHONE_REGION).names
+    counts: Counter[str] = Counter()
+    for row in rows:
+        result = anonymise(row["text"] or "", known_names=names, phone_region=settings.PII_PHONE_REGION)
+        counts.update(result.counts)
+        results.append(result.text)
+    vectors = get_embedder().embed(results)
+    ids = [r["id"] for r in rows]
+    derived = graph.write(cypher.PURGE_DERIVED, project_id=project_id, ids=ids)
+    graph.write(
+        cypher.MESSAGES_ANONYMISE,
+        project_id=project_id,
+        now=_iso(datetime.now(UTC)),
+        rows=[
+            {
+                "id": r["id"],
+                "text": text,
+                "author_name": PLACEHOLDERS["person"] if r.get("author_name") else None,
+                "embedding": vector,
+            }
+            for r, text, vector in zip(rows, results, vectors, strict=True)
+        ],
+    )
+    counts["messages"] += len(rows)
+    if derived:
+        counts["derived"] += int(derived[0]["derived"] or 0)
+        counts["summaries"] += int(derived[0]["summaries"] or 0)
+    return counts
+
+
+def conversation_anonymise(*, project_id: str, conversation_id: str) -> Counter[str]:
+    names = graph.read(cypher.CONVERSATION_NAMES, project_id=project_id, conversation_id=conversation_id)
+    known = names[0]["names"] if names else []
+    counts: Counter[str] = Counter()
+    while True:
+        rows = graph.read(
+            cypher.CONVERSATION_MESSAGES_BATCH,
+            project_id=project_id,
+            conversation_id=conversation_id,
+            batch=settings.RETENTION_BATCH,
+        )
+        if not rows:
+            break
+        counts += _anonymise_rows(project_id, rows, known)
+    written = graph.write(
+        cypher.CONVERSATION_ANONYMISED,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        now=_iso(datetime.now(UTC)),
+    )
+    if written:
+        counts["summaries"] += int(written[0]["summaries"])
+    counts["conversations"] += 1
+    return counts
+
+
+def conversation_delete(*, project_id: str, conversation_id: str) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    while True:
+        row = graph.write(
+            cypher.CONVERSATION_DELETE_MESSAGES,
+            project_id=project_id,
+            conversation_id=conversation_id,
+            batch=settings.RETENTION_BATCH,
+        )[0]
+        counts["messages"] += int(row["deleted"])
+        counts["derived"] += int(row["derived"])
+        if row["deleted"] < settings.RETENTION_BATCH:
+            break
+    rows = graph.write(cypher.CONVERSATION_DELETE, project_id=project_id, conversation_id=conversation_id)
+    if rows:
+        counts["conversations"] += 1
+        counts["summaries"] += int(rows[0]["stragglers"])
+        counts["derived"] += int(rows[0]["derived"])
+    return counts
+
+
+# --- retention ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One batch of a run: what it did, where the next one starts, whether the run is over."""
+
+    counts: Counter[str]
+    cursor: dict[str, Any]
+    done: bool
+
+
+def _cutoff(policy: RetentionPolicy, now: datetime) -> datetime:
+    return now if policy.age_days is None else now - timedelta(days=policy.age_days)
+
+
+def _preview(policy: RetentionPolicy, project_id: str, cutoff: datetime) -> dict[str, Any]:
+    kind, action = policy.kind, policy.action
+    if kind == RetentionPolicy.Kind.MESSAGES:
+        row = graph.read(
+            cypher.MESSAGES_PREVIEW,
+            project_id=project_id,
+            cutoff=_iso(cutoff),
+            only_plain=action == RetentionPolicy.Action.ANONYMISE,
+        )[0]
+        verb = {
+            "anonymise": "anonymise",
+            "delete": "delete",
+            "summarise_then_delete": "summarise, then delete",
+        }
+        return {
+            "messages": row["messages"],
+            "conversations": row["conversations"],
+            "summary": f"this will {verb[action]} {row['messages']} messages "
+            f"in {row['conversations']} conversations",
+        }
+    if kind == RetentionPolicy.Kind.EXPIRED_CONVERSATIONS:
+        rows = graph.read(
+            cypher.EXPIRED_PREVIEW,
+            project_id=project_id,
+            cutoff=cutoff.astimezone(UTC).isoformat(),
+            force_anonymise=action == RetentionPolicy.Action.ANONYMISE,
+        )
+        by = {r["action"]: r for r in rows}
+        parts = [
+            f"{'anonymise' if a == 'anonymise' else 'delete'} {by[a]['messages']} messages in "
+            f"{by[a]['conversations']} conversations"
+            for a in ("delete", "anonymise")
+            if a in by
+        ]
+        return {
+            "conversations": sum(r["conversations"] for r in rows),
+            "messages": sum(r["messages"] for r in rows),
+            "to_anonymise": by.get("anonymise", {}).get("conversations", 0),
+            "to_delete": by.get("delete", {}).get("conversations", 0),
+            "summary": "this will " + " and ".join(parts) if parts else "nothing has expired",
+        }
+    row = graph.read(cypher.ENTITIES_PREVIEW, project_id=project_id, cutoff=_iso(cutoff))[0]
+    return {
+        "entities": row["entities"],
+        "newly_orphaned": row["newly_orphaned"],
+        "summary": f"this will delete {row['entities']} orphaned entities"
+        + (
+            f" (and start the clock on {row['newly_orphaned']} newly orphaned ones)"
+            if row["newly_orphaned"]
+            else ""
+        ),
+    }
+
+
+def _messages_step(run: PolicyRun, action: str) -> Step:
+    project_id, cutoff, batch = run.project_id, _iso(run.cutoff), settings.RETENTION_BATCH
+    if action == RetentionPolicy.Action.ANONYMISE:
+        rows = graph.read(
+            cypher.MESSAGES_OLD_BATCH,
+            project_id=project_id,
+            cutoff=cutoff,
+            after_ts=run.cursor.get("after_ts", ""),
+            after_id=run.cursor.get("after_id", ""),
+            batch=batch,
+        )
+        counts = _anonymise_rows(project_id, rows)
+        cursor = {"after_ts": rows[-1]["timestamp"], "after_id": rows[-1]["id"]} if rows else run.cursor
+        return Step(counts, cursor, len(rows) < batch)
+    if action == RetentionPolicy.Action.DELETE:
+        ids = graph.read(cypher.MESSAGES_DELETE_BATCH, project_id=project_id, cutoff=cutoff, batch=batch)[0][
+            "ids"
+        ]
+        removed: Counter[str] = Counter()
+        if ids:
+            purged = graph.write(cypher.PURGE_DERIVED, project_id=project_id, ids=ids)
+            if purged:
+                removed["derived"] += int(purged[0]["derived"] or 0)
+                removed["summaries"] += int(purged[0]["summaries"] or 0)
+            removed["messages"] += int(
+                graph.write(cypher.MESSAGES_DELETE, project_id=project_id, ids=ids)[0]["deleted"] or 0
+            )
+        return Step(removed, run.cursor, len(ids) < batch)
+    # summarise, then delete: the memory app's consolidation (what the messages supported stays)
+    from memory.services import memories_consolidate
+
+    days = max(0.0, (datetime.now(UTC) - run.cutoff).total_seconds() / 86400)
+    totals = memories_consolidate(project_id=project_id, scope=None, older_than_days=int(days))
+    return Step(
+        Counter({"messages": totals["folded"], "summaries": totals["summaries"], "kept": totals["kept"]}),
+        run.cursor,
+        True,
+    )
+
+
+def _expired_step(run: PolicyRun, action: str) -> Step:
+    rows = graph.read(
+        cypher.EXPIRED_NEXT,
+        project_id=run.project_id,
+        cutoff=run.cutoff.astimezone(UTC).isoformat(),
+        after_id=run.cursor.get("after_id", ""),
+        batch=10,
+    )
+    counts: Counter[str] = Counter()
+    for row in rows:
+        if action == RetentionPolicy.Action.ANONYMISE or row["anonymize"]:
+            done = conversation_anonymise(project_id=run.project_id, conversation_id=row["id"])
+            counts["anonymised_conversations"] += 1
+        else:
+            done = conversation_delete(project_id=run.project_id, conversation_id=row["id"])
+            counts["deleted_conversations"] += 1
+        done.pop("conversations", None)
+        counts += done
+    cursor = {"after_id": rows[-1]["id"]} if rows else run.cursor
+    return Step(counts, cursor, len(rows) < 10)
+
+
+def _entities_step(run: PolicyRun, action: str) -> Step:
+    project_id, batch = run.project_id, settings.RETENTION_BATCH
+    counts: Counter[str] = Counter()
+    if not run.cursor.get("stamped"):
+        counts["unstamped"] += int(
+            graph.write(cypher.ENTITIES_UNSTAMP, project_id=project_id)[0]["unstamped"]
+        )
+        now = _iso(datetime.now(UTC))
+        while True:
+            stamped = int(
+                graph.write(cypher.ENTITIES_STAMP, project_id=project_id, now=now, batch=batch)[0]["stamped"]
+            )
+            counts["newly_orphaned"] += stamped
+            if stamped < batch:
+                break
+        return Step(counts, {"stamped": True}, False)
+    deleted = int(
+        graph.write(cypher.ENTITIES_PRUNE, project_id=project_id, cutoff=_iso(run.cutoff), batch=batch)[0][
+            "deleted"
+        ]
+    )
+    counts["entities"] += deleted
+    if deleted:
+        graph.write(cypher.COMMUNITIES_STALE, project_id=project_id)
+    return Step(counts, run.cursor, deleted < batch)
+
+
+_STEPS: dict[Any, Callable[[PolicyRun, str], Step]] = {
+    RetentionPolicy.Kind.MESSAGES: _messages_step,
+    RetentionPolicy.Kind.EXPIRED_CONVERSATIONS: _expired_step,
+    RetentionPolicy.Kind.ORPHANED_ENTITIES: _entities_step,
+}
+
+
+def _projects_of(policy: RetentionPolicy) -> list[str]:
+    if policy.project_id:
+        return [policy.project_id]
+    return list(Project.objects.values_list("id", flat=True))
+
+
+def policy_preview(*, policy_id: int, project_id: str | None = None, actor: str) -> list[dict[str, Any]]:
+    """Dry run: what the policy would do now in each of its projects (nothing is written but the
+    audit entry)."""
+    policy = RetentionPolicy.objects.get(pk=policy_id)
+    ensure_schema()
+    now = datetime.now(UTC)
+    previews = []
+    for pid in [project_id] if project_id else _projects_of(policy):
+        preview = _preview(policy, pid, _cutoff(policy, now))
+        previews.append({"project_id": pid, **preview})
+        audit_record(
+            actor=actor,
+            action=AuditEntry.Action.POLICY_PREVIEW,
+            project_id=pid,
+            target_kind="retention_policy",
+            target_id=str(policy.pk),
+            counts={k: v for k, v in preview.items() if isinstance(v, int)},
+            details={"summary": preview["summary"], "kind": policy.kind, "action": policy.action},
+        )
+    return previews
+
+
+def policy_runs_queue(*, policy_id: int, actor: str) -> list[str]:
+    """A run per project of the policy, queued on Celery after commit. Returns the run ids."""
+    from curation.tasks import retention_run
+
+    policy = RetentionPolicy.objects.get(pk=policy_id)
+    now = datetime.now(UTC)
+    ids = []
+    for pid in _projects_of(policy):
+        with transaction.atomic():
+            run = PolicyRun.objects.create(
+                policy=policy, project_id=pid, cutoff=_cutoff(policy, now), requested_by=actor[:200]
+            )
+            transaction.on_commit(lambda run_id=run.id: retention_run.delay(run_id))
+        ids.append(run.id)
+    return ids
+
+
+def retention_enforce_all() -> list[str]:
+    """Celery beat: queue a run of every enabled policy for each of its projects."""
+    ids: list[str] = []
+    for policy in RetentionPolicy.objects.filter(enabled=True):
+        ids += policy_runs_queue(policy_id=policy.pk, actor="celery-beat")
+    return ids
+
+
+def _run_progress(run: PolicyRun, phase: str, pct: int, summary: str) -> None:
+    publish(
+        ProgressEvent(
+            message_type="curation_progress",
+            project_id=run.project_id,
+            job_id=run.id,
+            phase=phase,
+            progress_pct=pct,
+            thought_summary=summary,
+        )
+    )
+
+
+def policy_run_execute(*, run_id: str) -> PolicyRun:
+    """Run (or resume) one policy run. Each batch is committed to Neo4j and then recorded with its
+    cursor, so a run re-delivered after its worker died goes on from its last batch; a finished run
+    is never run again, and only a finished run writes its audit entry."""
+    run = PolicyRun.objects.select_related("policy").get(pk=run_id)
+    if run.status in (PolicyRun.Status.SUCCEEDED, PolicyRun.Status.FAILED):
+        return run
+    PolicyRun.objects.filter(pk=run.pk).update(
+        status=PolicyRun.Status.RUNNING,
+        started_at=run.started_at or datetime.now(UTC),
+        attempts=run.attempts + 1,
+    )
+    ensure_schema()
+    policy = run.policy
+    step_of = _STEPS[policy.kind]
+    started = time.perf_counter()
+    counts: Counter[str] = Counter(run.counts)
+    _run_progress(run, "running", 1, f"{policy.name}: started")
+    batches = 0
+    while True:
+        step = step_of(run, policy.action)
+        counts += step.counts
+        batches += 1
+        run.cursor = step.cursor
+        run.counts = dict(counts)
+        PolicyRun.objects.filter(pk=run.pk).update(counts=run.counts, cursor=run.cursor)
+        if step.done:
+            break
+        if batches % 10 == 0:
+            _run_progress(run, "running", 50, f"{policy.name}: {dict(counts)}")
+    took_ms = round((time.perf_counter() - started) * 1000, 1)
+    with transaction.atomic():
+        updated = PolicyRun.objects.filter(pk=run.pk, status=PolicyRun.Status.RUNNING).update(
+            status=PolicyRun.Status.SUCCEEDED, finished_at=datetime.now(UTC)
+        )
+        if updated:
+            audit_record(
+                actor=run.requested_by or "celery-beat",
+                action=AuditEntry.Action.POLICY_RUN,
+                project_id=run.project_id,
+                target_kind="retention_policy",
+                target_id=str(policy.pk),
+                counts=dict(counts),
+                details={"run_id": run.id, "kind": policy.kind, "action": policy.action, "took_ms": took_ms},
+            )
+    _run_progress(run, "done", 100, f"{policy.name}: {dict(counts)}")
+    run.refresh_from_db()
+    return run
+
+
+def policy_run_fail(*, run_id: str, error: str) -> None:
+    PolicyRun.objects.filter(pk=run_id).exclude(status=PolicyRun.Status.SUCCEEDED).update(
+        status=PolicyRun.Status.FAILED, error=error[:2000], finished_at=datetime.now(UTC)
+    )
+
+
+# --- erasure ----------------------------------------------------------------------------------------------
+
+
+def erasure_request_create(*, project_id: str, user_id: str, actor: str) -> ErasureRequest:
+    from curation.tasks import erasure_run
+
+    if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 256 or "\x00" in user_id:
+        raise InvalidInput(
+            "user_id must be a non-blank string of at most 256 characters", details={"field": "user_id"}
+        )
+    if not Project.objects.filter(pk=project_id).exists():
+        raise NotFound("no such project")
+    with transaction.atomic():
+        request = ErasureRequest.objects.create(
+            project_id=project_id, user_id=user_id, requested_by=actor[:200]
+        )
+        transaction.on_commit(lambda: erasure_run.delay(request.id))
+    return request
+
+
+def erasure_execute(*, request_id: str) -> ErasureRequest:
+    """Erase everything of the user in the project: memories, conversations, summaries, facts,
+    preferences, profile, mentions and embeddings (the memory app's forget), then sessions with their
+    events, tool calls and state. Safe to re-run: what is gone is not found again."""
+    from memory.scope import Scope
+    from memory.services import memories_forget
+
+    request = ErasureRequest.objects.get(pk=request_id)
+    if request.status in (ErasureRequest.Status.SUCCEEDED, ErasureRequest.Status.NOTHING_TO_ERASE):
+        return request
+    ErasureRequest.objects.filter(pk=request.pk).update(status=ErasureRequest.Status.RUNNING)
+    started = time.perf_counter()
+    project_id, user_id = request.project_id, request.user_id
+    forgotten = memories_forget(
+        project_id=project_id, scope=Scope(user_id=user_id), requested_by=f"erasure:{request.id}"
+    )
+    counts: dict[str, int] = defaultdict(int)
+    counts.update({k: int(v) for k, v in forgotten.erased.items()})
+    while True:
+        row = graph.write(
+            cypher.USER_SESSIONS_BATCH, project_id=project_id, user_id=user_id, batch=settings.RETENTION_BATCH
+        )[0]
+        for key in ("sessions", "events", "tool_calls"):
+            counts[key] += int(row[key] or 0)
+        if row["sessions"] < settings.RETENTION_BATCH:
+            break
+    row = graph.write(cypher.USER_STATE_DELETE, project_id=project_id, user_id=user_id)[0]
+    counts["user_states"] += int(row["user_states"])
+    counts["users"] += int(row["users"])
+    counts = {k: v for k, v in counts.items() if v}
+    took_ms = round((time.perf_counter() - started) * 1000, 1)
+    status = ErasureRequest.Status.SUCCEEDED if counts else ErasureRequest.Status.NOTHING_TO_ERASE
+    with transaction.atomic():
+        ErasureRequest.objects.filter(pk=request.pk).update(
+            status=status, counts=counts, took_ms=took_ms, finished_at=datetime.now(UTC)
+        )
+        audit_record(
+            actor=request.requested_by,
+            action=AuditEntry.Action.ERASURE,
+            project_id=project_id,
+            target_kind="user",
+            target_id=user_id,
+            counts=counts,
+            details={"request_id": request.id, "result": status, "took_ms": took_ms},
+        )
+    request.refresh_from_db()
+    return request
+
+
+def erasure_fail(*, request_id: str) -> None:
+    ErasureRequest.objects.filter(pk=request_id).exclude(
+        status__in=[ErasureRequest.Status.SUCCEEDED, ErasureRequest.Status.NOTHING_TO_ERASE]
+    ).update(status=ErasureRequest.Status.FAILED, finished_at=datetime.now(UTC))

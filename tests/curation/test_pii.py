@@ -1,0 +1,57 @@
+"""PII detection (core.pii): what is replaced, by which placeholder, and what is left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.pii import anonymise
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "kind"),
+    [
+        ("write to ana.souza+news@mail.example.org today", "write to [EMAIL] today", "email"),
+        ("call +44 20 7946 0958 now", "call [PHONE] now", "phone"),
+        ("call (415) 555-2671 now", "call [PHONE] now", "phone"),
+        ("card 4111 1111 1111 1111 ok", "card [CREDIT_CARD] ok", "credit_card"),
+        ("card 5500-0000-0000-0004 ok", "card [CREDIT_CARD] ok", "credit_card"),
+        ("iban GB82 WEST 1234 5698 7654 32 ok", "iban [IBAN] ok", "iban"),
+        ("iban DE89370400440532013000 ok", "iban [IBAN] ok", "iban"),
+        ("from 192.168.10.20 and 2001:db8::ff00:42:8329", "from [IP_ADDRESS] and [IP_ADDRESS]", "ip_address"),
+        ("Hello, my name is Ana Souza.", "Hello, my name is [PERSON].", "person"),
+        ("Dr. Watson will see you", "Dr. [PERSON] will see you", "person"),
+    ],
+)
+def test_each_kind_is_replaced_by_its_placeholder(text: str, expected: str, kind: str) -> None:
+    result = anonymise(text)
+    assert result.text == expected
+    assert set(result.counts) == {kind}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The meeting is at 10:30:00 on 2026-11-23.",
+        "Order 4111 1111 1111 1112 failed the checksum.",  # not Luhn-valid
+        "GB00 WEST 1234 5698 7654 32 has wrong check digits.",
+        "Version 999.1.2 and room 12-34.",
+        "This is Monday, call me Tomorrow.",
+        "",
+    ],
+)
+def test_lookalikes_are_left_alone(text: str) -> None:
+    result = anonymise(text)
+    assert result.text == text and not result.changed
+
+
+def test_a_name_found_once_or_known_is_replaced_everywhere() -> None:
+    first = anonymise("Hi, I am called Maria Lopes.")
+    assert first.names == {"Maria Lopes"}
+    later = anonymise("Maria Lopes asked Bruno about it; Bruno agreed.", known_names=first.names | {"Bruno"})
+    assert later.text == "[PERSON] asked [PERSON] about it; [PERSON] agreed."
+    assert later.counts == {"person": 3}
+
+
+def test_overlapping_detections_keep_one_placeholder() -> None:
+    result = anonymise("mail bob@10.0.0.1.example.com or 4111111111111111")
+    assert result.text == "mail [EMAIL] or [CREDIT_CARD]"
