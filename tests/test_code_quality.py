@@ -53,7 +53,7 @@ def test_readme_configuration_table_lists_every_variable() -> None:
 
 def test_apps_never_read_the_environment() -> None:
     offenders = []
-    for app in ("core", "knowledge", "memory", "retrieval", "sessions_graph"):
+    for app in ("core", "knowledge", "memory", "retrieval", "sessions_graph", "curation"):
         for path in (REPO / app).rglob("*.py"):
             text = path.read_text()
             if re.search(r"os\.environ\.get\(|os\.getenv\(|os\.environ\[", text):
