@@ -344,6 +344,7 @@ PII_PHONE_REGION = env.str("PII_PHONE_REGION", default="US")
 # Celery beat runs every enabled retention policy this often (hours); 0 turns it off
 RETENTION_EVERY_HOURS = env.float("RETENTION_EVERY_HOURS", default=24.0)
 RETENTION_BATCH = env.int("RETENTION_BATCH", default=500)  # nodes handled per transaction by a run
+RETENTION_QUEUE = env.str("RETENTION_QUEUE", default="celery")  # Celery queue of retention runs and erasures
 # Graph content pages of the admin show this many rows per page
 CURATION_PAGE_SIZE = env.int("CURATION_PAGE_SIZE", default=50)
 

@@ -439,7 +439,9 @@ def policy_runs_queue(*, policy_id: int, actor: str) -> list[str]:
             run = PolicyRun.objects.create(
                 policy=policy, project_id=pid, cutoff=_cutoff(policy, now), requested_by=actor[:200]
             )
-            transaction.on_commit(lambda run_id=run.id: retention_run.delay(run_id))
+            transaction.on_commit(
+                lambda run_id=run.id: retention_run.apply_async((run_id,), queue=settings.RETENTION_QUEUE)
+            )
         ids.append(run.id)
     return ids
 
@@ -537,7 +539,7 @@ def erasure_request_create(*, project_id: str, user_id: str, actor: str) -> Eras
         request = ErasureRequest.objects.create(
             project_id=project_id, user_id=user_id, requested_by=actor[:200]
         )
-        transaction.on_commit(lambda: erasure_run.delay(request.id))
+        transaction.on_commit(lambda: erasure_run.apply_async((request.id,), queue=settings.RETENTION_QUEUE))
     return request
 
 

@@ -174,7 +174,9 @@ def test_redaction_at_ingest_keeps_no_copy_of_the_pii() -> None:
 def test_redaction_at_ingest_covers_documents() -> None:
     tenant = make_tenant("privacy-redact-docs")
     pid = tenant.project.id
-    tenant.client(tenant.admin_key).patch(f"/api/v1/projects/{pid}/privacy", {"redact_pii_at_ingest": True}, format="json")
+    tenant.client(tenant.admin_key).patch(
+        f"/api/v1/projects/{pid}/privacy", {"redact_pii_at_ingest": True}, format="json"
+    )
     response = tenant.client(tenant.write_key).post(
         f"/api/v1/projects/{pid}/documents",
         {
@@ -187,7 +189,9 @@ def test_redaction_at_ingest_covers_documents() -> None:
     assert response.status_code == 202, response.content
     for canary in ("Jonas Berg", "7946 0958", "10.1.2.3", "DE89370400440532013000"):
         assert carriers(pid, canary) == [], canary
-    doc = graph.read("MATCH (d:Document {project_id: $p}) RETURN d.title AS t, d.content AS c, d.author AS a", p=pid)[0]
+    doc = graph.read(
+        "MATCH (d:Document {project_id: $p}) RETURN d.title AS t, d.content AS c, d.author AS a", p=pid
+    )[0]
     assert doc == {
         "t": "Letter from Mr [PERSON]",
         "c": "Dear team, reach [PERSON] at [PHONE] or [IP_ADDRESS]. IBAN [IBAN].",
