@@ -8,6 +8,7 @@ the same run and writes bench/results/<name>.json; bench/results/README.md is th
     python bench/run.py --only drift    # DRIFT with a 300 ms LLM; extractive answer recall
     python bench/run.py --only sessions # ADK sessions through the adapter vs ADK's DatabaseSessionService
     python bench/run.py --only agent_framework  # MAF context provider overhead vs bare httpx
+    python bench/run.py --only curation # erasure of a heavy user, retention over 1M messages, admin pages
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ sys.path[1:1] = [
     str(REPO / "clients" / "agent-framework" / "src"),
 ]
 
-from bench import drift, ingestion, maf_provider, memory, retrieval, sessions, startup  # noqa: E402
+from bench import curation, drift, ingestion, maf_provider, memory, retrieval, sessions, startup  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = {
     "agent_framework": maf_provider.run,
+    "curation": curation.run,
     "drift": drift.run,
     "startup": startup.run,
     "ingestion": ingestion.run,

@@ -427,22 +427,29 @@ def policy_preview(*, policy_id: int, project_id: str | None = None, actor: str)
     return previews
 
 
+def policy_runs_create(*, policy_id: int, actor: str, project_id: str | None = None) -> list[str]:
+    """A run per project of the policy (or the one given), its cutoff fixed now. Returns the run ids."""
+    policy = RetentionPolicy.objects.get(pk=policy_id)
+    now = datetime.now(UTC)
+    runs = [
+        PolicyRun.objects.create(
+            policy=policy, project_id=pid, cutoff=_cutoff(policy, now), requested_by=actor[:200]
+        )
+        for pid in ([project_id] if project_id else _projects_of(policy))
+    ]
+    return [run.id for run in runs]
+
+
 def policy_runs_queue(*, policy_id: int, actor: str) -> list[str]:
     """A run per project of the policy, queued on Celery after commit. Returns the run ids."""
     from curation.tasks import retention_run
 
-    policy = RetentionPolicy.objects.get(pk=policy_id)
-    now = datetime.now(UTC)
-    ids = []
-    for pid in _projects_of(policy):
-        with transaction.atomic():
-            run = PolicyRun.objects.create(
-                policy=policy, project_id=pid, cutoff=_cutoff(policy, now), requested_by=actor[:200]
-            )
+    with transaction.atomic():
+        ids = policy_runs_create(policy_id=policy_id, actor=actor)
+        for run_id in ids:
             transaction.on_commit(
-                lambda run_id=run.id: retention_run.apply_async((run_id,), queue=settings.RETENTION_QUEUE)
+                lambda run_id=run_id: retention_run.apply_async((run_id,), queue=settings.RETENTION_QUEUE)
             )
-        ids.append(run.id)
     return ids
 
 

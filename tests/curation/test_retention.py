@@ -254,3 +254,24 @@ def test_a_run_interrupted_after_some_batches_resumes_without_redoing_them(setti
         }
     ]
     assert AuditEntry.objects.filter(project_id=pid, action="policy_run").count() == 1
+
+
+def test_the_retention_run_command_previews_and_runs() -> None:
+    import io
+    import json
+
+    from django.core.management import call_command
+
+    tenant = make_tenant("retention-command")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    _seed(client, pid)
+    policy = _policy(pid, "messages", "delete", 30)
+    out = io.StringIO()
+    call_command("retention_run", policy=policy.pk, dry_run=True, stdout=out)
+    assert json.loads(out.getvalue())[0]["messages"] == 3
+    assert count("Memory", pid) == 4
+    out = io.StringIO()
+    call_command("retention_run", policy=policy.pk, project=pid, stdout=out)
+    (result,) = json.loads(out.getvalue())
+    assert result["status"] == "succeeded" and result["counts"]["messages"] == 3
+    assert count("Memory", pid) == 1

@@ -1,0 +1,251 @@
+"""Bulk loaders and in-process steps of the curation benchmark, run inside the platform's Django
+(`manage.py shell -c`, against the benchmark's running platform) so nodes carry exactly the
+properties, scope tokens and relationships the memory app writes. Not measured, except where the
+benchmark samples this process's memory (the retention run and its naive peer).
+
+    BENCH_STEP=<step> BENCH_ARGS='{"…": …}' \
+        python manage.py shell -c "from bench.curation_loader import main; main()"
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+LOAD = """
+UNWIND $conversations AS conv
+CREATE (c:Conversation {id: conv.id, project_id: $project_id, key: conv.key, user_id: conv.user_id,
+                        application_id: $application_id, thread_id: conv.thread_id,
+                        scope_tokens: conv.tokens, started_at: conv.rows[0].timestamp,
+                        ended_at: conv.rows[-1].timestamp, message_count: size(conv.rows),
+                        last_seq: size(conv.rows), summarized_seq: 0, accessibility: 'shared',
+                        anonymize: false})
+WITH c, conv
+UNWIND range(0, size(conv.rows) - 1) AS i
+WITH c, conv, i, conv.rows[i] AS row
+CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row.role,
+                  timestamp: row.timestamp, application_id: $application_id, user_id: conv.user_id,
+                  thread_id: conv.thread_id, scope_tokens: conv.tokens, conversation_id: c.id,
+                  seq: i + 1, token_count: 12, processed: true, accessibility: 'shared'})
+SET m.embedding = row.embedding
+CREATE (m)-[:PART_OF]->(c)
+"""
+
+_WORDS = [
+    "harbour",
+    "crane",
+    "invoice",
+    "meeting",
+    "garden",
+    "ticket",
+    "river",
+    "budget",
+    "lantern",
+    "orchard",
+]
+_WORDS += ["violin", "desk", "kettle", "sunrise", "carpet", "window", "railway", "market", "bakery", "museum"]
+
+
+def _unit(rng: random.Random, dims: int) -> list[float]:
+    v = [rng.gauss(0, 1) for _ in range(dims)]
+    norm = sum(x * x for x in v) ** 0.5
+    return [round(x / norm, 6) for x in v]
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n)).capitalize() + "."
+
+
+def load_users(args: dict[str, Any]) -> dict[str, Any]:
+    """`users` users with `per_user` messages each (one conversation per user), random unit vectors."""
+    from django.conf import settings
+
+    from core import graph
+    from memory.scope import Scope, conversation_key, node_tokens
+
+    rng = random.Random(args.get("seed", 7))
+    dims = int(settings.EMBEDDINGS_DIMENSIONS)
+    project_id, app = args["project_id"], args.get("application_id", "bench")
+    start = datetime.now(UTC) - timedelta(days=args.get("days", 10))
+    started = time.perf_counter()
+    batch: list[dict[str, Any]] = []
+    loaded = 0
+    for u in range(args["users"]):
+        user_id = f"{args.get('prefix', 'user')}-{u}"
+        scope = Scope(application_id=app, user_id=user_id, thread_id=f"{user_id}-t")
+        rows = [
+            {
+                "id": str(uuid.uuid4()),
+                "text": _text(rng, 10),
+                "role": "user" if i % 2 == 0 else "assistant",
+                "timestamp": (start + timedelta(minutes=u + i)).strftime(TIMESTAMP_FORMAT),
+                "embedding": _unit(rng, dims) if args.get("vectors", True) else None,
+            }
+            for i in range(args["per_user"])
+        ]
+        batch.append(
+            {
+                "id": str(uuid.uuid4()),
+                "key": conversation_key(scope),
+                "user_id": user_id,
+                "thread_id": scope.thread_id,
+                "tokens": node_tokens(project_id, scope),
+                "rows": rows,
+            }
+        )
+        if sum(len(c["rows"]) for c in batch) >= args.get("tx_rows", 10_000):
+            graph.write(LOAD, project_id=project_id, application_id=app, conversations=batch)
+            loaded += sum(len(c["rows"]) for c in batch)
+            batch = []
+    if batch:
+        graph.write(LOAD, project_id=project_id, application_id=app, conversations=batch)
+        loaded += sum(len(c["rows"]) for c in batch)
+    return {"messages": loaded, "load_s": round(time.perf_counter() - started, 1)}
+
+
+def load_retention(args: dict[str, Any]) -> dict[str, Any]:
+    """`conversations` conversations of `per_conversation` messages without vectors; in every
+    conversation the first `expired_per_conversation` messages are `age_days` old, the rest recent."""
+    from core import graph
+    from memory.scope import Scope, conversation_key, node_tokens
+
+    rng = random.Random(11)
+    project_id, app = args["project_id"], "bench"
+    now = datetime.now(UTC)
+    old = now - timedelta(days=args["age_days"])
+    started = time.perf_counter()
+    batch: list[dict[str, Any]] = []
+    loaded = expired = 0
+    per, n_old = args["per_conversation"], args["expired_per_conversation"]
+    for c in range(args["conversations"]):
+        user_id = f"ret-{c % 1000}"
+        scope = Scope(application_id=app, user_id=user_id, thread_id=f"ret-t{c}")
+        rows = []
+        for i in range(per):
+            when = (old if i < n_old else now - timedelta(days=1)) + timedelta(seconds=i)
+            rows.append(
+                {
+                    "id": str(uuid.uuid4()),
+                    "text": f"Reach me at user{c}-{i}@example.org. " + _text(rng, 8)
+                    if i < n_old
+                    else _text(rng, 10),
+                    "role": "user",
+                    "timestamp": when.strftime(TIMESTAMP_FORMAT),
+                    "embedding": None,
+                }
+            )
+        expired += n_old
+        batch.append(
+            {
+                "id": str(uuid.uuid4()),
+                "key": conversation_key(scope),
+                "user_id": user_id,
+                "thread_id": scope.thread_id,
+                "tokens": node_tokens(project_id, scope),
+                "rows": rows,
+            }
+        )
+        if len(batch) * per >= 20_000:
+            graph.write(LOAD, project_id=project_id, application_id=app, conversations=batch)
+            loaded += len(batch) * per
+            batch = []
+    if batch:
+        graph.write(LOAD, project_id=project_id, application_id=app, conversations=batch)
+        loaded += len(batch) * per
+    return {"messages": loaded, "expired": expired, "load_s": round(time.perf_counter() - started, 1)}
+
+
+def derive(args: dict[str, Any]) -> dict[str, Any]:
+    """Facts, preferences, mentions and summaries of one user's messages (what processing would do)."""
+    from core import graph
+    from memory.services import conversation_summarize, memories_derive
+
+    project_id, user_id = args["project_id"], args["user_id"]
+    ids = [
+        r["id"]
+        for r in graph.read(
+            "MATCH (m:Memory {project_id: $p}) WHERE m.user_id = $u RETURN m.id AS id",
+            p=project_id,
+            u=user_id,
+        )
+    ]
+    totals: dict[str, int] = {}
+    for start in range(0, len(ids), 500):
+        for key, value in memories_derive(project_id=project_id, memory_ids=ids[start : start + 500]).items():
+            totals[key] = totals.get(key, 0) + value
+    conversations = graph.read(
+        "MATCH (c:Conversation {project_id: $p}) WHERE c.user_id = $u RETURN c.id AS id",
+        p=project_id,
+        u=user_id,
+    )
+    for row in conversations:
+        conversation_summarize(project_id=project_id, conversation_id=row["id"], force=True)
+    totals["summarised_conversations"] = len(conversations)
+    return totals
+
+
+def policy(args: dict[str, Any]) -> dict[str, Any]:
+    from curation.models import RetentionPolicy
+
+    created = RetentionPolicy.objects.create(
+        name=args["name"],
+        project_id=args["project_id"],
+        kind=args["kind"],
+        age_days=args.get("age_days"),
+        action=args["action"],
+        enabled=False,  # run by the benchmark, not by beat
+    )
+    return {"policy_id": created.pk}
+
+
+def naive_retention(args: dict[str, Any]) -> dict[str, Any]:
+    """The peer: read every message of the project into this process and filter the expired ones
+    here (what a job without a streaming cutoff query does), then anonymise them in one go."""
+    from core import graph
+    from core.pii import anonymise
+
+    started = time.perf_counter()
+    cutoff = (datetime.now(UTC) - timedelta(days=args["age_days"])).strftime(TIMESTAMP_FORMAT)
+    rows = graph.read(
+        "MATCH (m:Memory {project_id: $p}) RETURN m.id AS id, m.text AS text, m.timestamp AS ts",
+        p=args["project_id"],
+    )
+    expired = [r for r in rows if r["ts"] < cutoff]
+    texts = [anonymise(r["text"]).text for r in expired]
+    return {
+        "read": len(rows),
+        "expired": len(expired),
+        "anonymised": len(texts),
+        "took_s": round(time.perf_counter() - started, 1),
+    }
+
+
+def baseline(args: dict[str, Any]) -> dict[str, Any]:
+    """Django with the embedder loaded and nothing else (the memory floor of both retention runs)."""
+    from core.embeddings import get_embedder
+
+    get_embedder().embed(["warm up"] * 64)
+    time.sleep(1.0)
+    return {}
+
+
+STEPS = {
+    "load_users": load_users,
+    "load_retention": load_retention,
+    "derive": derive,
+    "policy": policy,
+    "naive_retention": naive_retention,
+    "baseline": baseline,
+}
+
+
+def main() -> None:
+    result = STEPS[os.environ["BENCH_STEP"]](json.loads(os.environ.get("BENCH_ARGS", "{}")))
+    print("BENCH_RESULT " + json.dumps(result), flush=True)
