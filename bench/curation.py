@@ -257,10 +257,12 @@ def _admin_pages(platform: PlatformRun, driver: Any, project_id: str) -> dict[st
         total = session.run("MATCH (m:Memory {project_id: $p}) RETURN count(m) AS n", p=project_id).single()[
             "n"
         ]
+        depth = min(50_000, total // 2)
         deep = session.run(
             "MATCH (m:Memory {project_id: $p}) WHERE m.timestamp IS NOT NULL "
-            "RETURN m.timestamp AS t, m.id AS id ORDER BY m.timestamp DESC, m.id SKIP 50000 LIMIT 1",
+            "RETURN m.timestamp AS t, m.id AS id ORDER BY m.timestamp DESC, m.id SKIP $depth LIMIT 1",
             p=project_id,
+            depth=depth,
         ).single()
     cursor = base64.urlsafe_b64encode(json.dumps([deep["t"], deep["id"]]).encode()).decode()
     url = "/admin/curation/graphcontent/memories/"
@@ -268,7 +270,7 @@ def _admin_pages(platform: PlatformRun, driver: Any, project_id: str) -> dict[st
         "first page": {"project": project_id},
         "one user": {"project": project_id, "user_id": "user-7"},
         "search": {"project": project_id, "q": "harbour invoice"},
-        "50,000 rows deep (cursor)": {"project": project_id, "cursor": cursor},
+        "deep (cursor)": {"project": project_id, "cursor": cursor},
     }
     timings: dict[str, list[float]] = {name: [] for name in variants}
     for name, params in variants.items():  # warm
@@ -287,15 +289,17 @@ def _admin_pages(platform: PlatformRun, driver: Any, project_id: str) -> dict[st
             session.run("MATCH (m:Memory {project_id: $p}) RETURN count(m) AS n", p=project_id).consume()
             session.run(
                 "MATCH (m:Memory {project_id: $p}) RETURN m {.id, .text, .timestamp, .user_id} AS row "
-                "ORDER BY m.timestamp DESC, m.id SKIP 50000 LIMIT 50",
+                "ORDER BY m.timestamp DESC, m.id SKIP $depth LIMIT 50",
                 p=project_id,
+                depth=depth,
             ).data()
             peer.append((time.perf_counter() - t) * 1000)
     client.close()
     return {
         "memories": total,
         "pages_ms": {name: _pct(values) for name, values in timings.items()},
-        "peer_offset_50000_ms": _pct(peer),
+        "depth": depth,
+        "peer_offset_ms": _pct(peer),
     }
 
 
@@ -368,7 +372,8 @@ def _erasure(platform: PlatformRun, admin: str, model: _Model) -> tuple[dict[str
     return erasure, pages
 
 
-def _retention(platform: PlatformRun, admin: str) -> dict[str, Any]:
+def _retention(platform: PlatformRun, admin: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The peer reads the corpus first (it writes nothing), then the run anonymises it."""
     api = _Api(platform, admin, "curation retention")
     pid = api.project
     api.close()
@@ -382,6 +387,10 @@ def _retention(platform: PlatformRun, admin: str) -> dict[str, Any]:
         age_days=45,
     )
     print(f"  retention corpus: {loaded}", flush=True)
+    _floor, floor_peak, _t = _step(platform, "baseline")
+    naive, naive_peak, naive_took = _step(platform, "naive_retention", project_id=pid, age_days=30)
+    peer = {"result": naive, "peak_rss_mib": naive_peak, "process_s": naive_took}
+    print(f"  retention peer: {peer}", flush=True)
     policy, _p, _t = _step(
         platform,
         "policy",
@@ -391,7 +400,6 @@ def _retention(platform: PlatformRun, admin: str) -> dict[str, Any]:
         age_days=30,
         action="anonymise",
     )
-    _floor, floor_peak, _t = _step(platform, "baseline")
     output, peak, took = _sampled(
         [
             sys.executable,
@@ -417,11 +425,8 @@ def _retention(platform: PlatformRun, admin: str) -> dict[str, Any]:
             .single()
             .data()
         )
-        session.run(
-            "MATCH (n {project_id: $p}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 20000 ROWS", p=pid
-        ).consume()
     driver.close()
-    return {
+    retention = {
         "messages": loaded["messages"],
         "expired": loaded["expired"],
         "load_s": loaded["load_s"],
@@ -431,23 +436,7 @@ def _retention(platform: PlatformRun, admin: str) -> dict[str, Any]:
         "floor_rss_mib": floor_peak,
         "check": check,
     }
-
-
-def _retention_peer(platform: PlatformRun, admin: str) -> dict[str, Any]:
-    api = _Api(platform, admin, "curation retention peer")
-    pid = api.project
-    api.close()
-    loaded, _p, _t = _step(
-        platform,
-        "load_retention",
-        project_id=pid,
-        conversations=RETENTION_CONVERSATIONS,
-        per_conversation=RETENTION_PER_CONVERSATION,
-        expired_per_conversation=1,
-        age_days=45,
-    )
-    result, peak, took = _step(platform, "naive_retention", project_id=pid, age_days=30)
-    return {"messages": loaded["messages"], "result": result, "peak_rss_mib": peak, "process_s": took}
+    return retention, peer
 
 
 def run() -> dict[str, Any]:
@@ -456,16 +445,16 @@ def run() -> dict[str, Any]:
     model = _Model()
     figures: dict[str, Any] = {"scale": SCALE}
     try:
-        with _platform(tmp, "curation", MEMORY_PROCESS_ON_STORE="false", ADMIN_PASSWORD=ADMIN_PASSWORD) as (
+        with _platform(
+            tmp, "curation", MEMORY_PROCESS_ON_STORE="false", DJANGO_ADMIN_PASSWORD=ADMIN_PASSWORD
+        ) as (
             platform,
             admin,
         ):
             figures["erasure"], figures["admin_pages"] = _erasure(platform, admin, model)
             print(f"  erasure: {figures['erasure']}", flush=True)
-            figures["retention"] = _retention(platform, admin)
+            figures["retention"], figures["retention_peer"] = _retention(platform, admin)
             print(f"  retention: {figures['retention']}", flush=True)
-            figures["retention_peer"] = _retention_peer(platform, admin)
-            print(f"  retention peer: {figures['retention_peer']}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     figures["wall_s"] = round(time.perf_counter() - started, 1)
@@ -483,7 +472,7 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             f"{c['fulltext_hits']} fulltext, {c['vector_neighbours']} vector"
         )
 
-    first, deep = pages["pages_ms"]["first page"], pages["pages_ms"]["50,000 rows deep (cursor)"]
+    first, deep = pages["pages_ms"]["first page"], pages["pages_ms"]["deep (cursor)"]
     return [
         _row(
             f"erase 1 user ({e['heavy_user_messages']:,} messages, "
@@ -504,7 +493,7 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             f"retention run, {r['messages']:,} messages, {r['expired']:,} expired (anonymised)",
             r["run"]["took_s"],
             "s",
-            "naive: read all into the process (no writes)",
+            "naive: read all into the process, anonymise + embed, no writes",
             peer["result"]["took_s"],
         ),
         _row(
@@ -518,15 +507,15 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             f"admin memories page p50 / p95 at {pages['memories'] // 1000}k memories (target p95 <= 500)",
             f"{first['p50']} / {first['p95']}",
             "ms",
-            "offset page SKIP 50,000 + count, direct Cypher",
-            f"{pages['peer_offset_50000_ms']['p50']} / {pages['peer_offset_50000_ms']['p95']}",
+            f"offset page SKIP {pages['depth']:,} + count, direct Cypher",
+            f"{pages['peer_offset_ms']['p50']} / {pages['peer_offset_ms']['p95']}",
         ),
         _row(
-            "admin memories page 50,000 rows deep (keyset cursor) p50 / p95",
+            f"admin memories page {pages['depth']:,} rows deep (keyset cursor) p50 / p95",
             f"{deep['p50']} / {deep['p95']}",
             "ms",
-            "offset page SKIP 50,000 + count, direct Cypher",
-            f"{pages['peer_offset_50000_ms']['p50']} / {pages['peer_offset_50000_ms']['p95']}",
+            f"offset page SKIP {pages['depth']:,} + count, direct Cypher",
+            f"{pages['peer_offset_ms']['p50']} / {pages['peer_offset_ms']['p95']}",
         ),
     ] + [
         _row(

@@ -207,8 +207,10 @@ def policy(args: dict[str, Any]) -> dict[str, Any]:
 
 def naive_retention(args: dict[str, Any]) -> dict[str, Any]:
     """The peer: read every message of the project into this process and filter the expired ones
-    here (what a job without a streaming cutoff query does), then anonymise them in one go."""
+    here (what a job without a streaming cutoff query does), then anonymise and embed them in one go
+    (everything the run does but the writes)."""
     from core import graph
+    from core.embeddings import get_embedder
     from core.pii import anonymise
 
     started = time.perf_counter()
@@ -219,10 +221,12 @@ def naive_retention(args: dict[str, Any]) -> dict[str, Any]:
     )
     expired = [r for r in rows if r["ts"] < cutoff]
     texts = [anonymise(r["text"]).text for r in expired]
+    vectors = get_embedder().embed(texts)  # the same work as the run, minus the writes
     return {
         "read": len(rows),
         "expired": len(expired),
         "anonymised": len(texts),
+        "embedded": len(vectors),
         "took_s": round(time.perf_counter() - started, 1),
     }
 
