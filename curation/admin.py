@@ -16,6 +16,7 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.http import urlencode
 
+from core.admin import ProjectAdmin
 from core.errors import PlatformError
 from core.models import ACCESSIBILITY, Project
 from curation import selectors, services
@@ -23,6 +24,7 @@ from curation.models import AuditEntry, ErasureRequest, GraphContent, PolicyRun,
 
 BROWSE = "curation.browse_graph"
 CHANGE_PRIVACY = "curation.change_privacy"
+ANONYMISE = "curation.anonymise_content"
 
 
 def actor_of(request: HttpRequest) -> str:
@@ -49,6 +51,30 @@ class AuditEntryAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+# --- project privacy defaults -------------------------------------------------------------------------------
+
+
+class CuratedProjectAdmin(ProjectAdmin):
+    """The project page, whose privacy defaults and redaction setting changes are audited."""
+
+    def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        changed = {f: getattr(obj, f) for f in services.PROJECT_PRIVACY_FIELDS if f in form.changed_data}
+        if changed:
+            services.audit_record(
+                actor=actor_of(request),
+                action=AuditEntry.Action.PRIVACY_SET,
+                project_id=obj.pk,
+                target_kind="project",
+                target_id=obj.pk,
+                details={"set": changed},
+            )
+
+
+admin.site.unregister(Project)
+admin.site.register(Project, CuratedProjectAdmin)
 
 
 # --- retention ------------------------------------------------------------------------------------------
@@ -96,6 +122,25 @@ class RetentionPolicyAdmin(admin.ModelAdmin):
                 "enabled": obj.enabled,
             },
         )
+
+    def delete_model(self, request: HttpRequest, obj: RetentionPolicy) -> None:
+        self._audit_deleted(request, [obj])
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[RetentionPolicy]) -> None:
+        self._audit_deleted(request, list(queryset))
+        super().delete_queryset(request, queryset)
+
+    def _audit_deleted(self, request: HttpRequest, policies: list[RetentionPolicy]) -> None:
+        for policy in policies:
+            services.audit_record(
+                actor=actor_of(request),
+                action=AuditEntry.Action.POLICY_CHANGED,
+                project_id=policy.project_id,
+                target_kind="retention_policy",
+                target_id=str(policy.pk),
+                details={"deleted": True, "name": policy.name, "kind": policy.kind, "action": policy.action},
+            )
 
     @admin.action(
         description="Preview (dry run): what would the selected policies do now?", permissions=["run"]
@@ -313,6 +358,27 @@ class GraphContentAdmin(admin.ModelAdmin):
             return HttpResponse(exc.message, status=404)
         privacy_form = None
         can_change = bool(request.user.has_perm(CHANGE_PRIVACY))
+        can_anonymise = kind in ("conversations", "documents") and bool(request.user.has_perm(ANONYMISE))
+        if request.method == "POST" and request.POST.get("action") == "anonymise":
+            if not can_anonymise:
+                raise PermissionDenied
+            project_id = (detail.get("conversation") or detail.get("document") or {})["project_id"]
+            if kind == "conversations":
+                counts = services.conversation_anonymise_now(
+                    project_id=project_id, conversation_id=node_id, actor=actor_of(request)
+                )
+                messages.success(request, f"anonymised: {counts}")
+                return HttpResponseRedirect(request.path)
+            result = services.document_anonymise(
+                project_id=project_id, document_id=node_id, actor=actor_of(request)
+            )
+            messages.success(
+                request,
+                f"anonymised; re-ingesting as document {result['document_id']} (job {result['job_id']})",
+            )
+            return HttpResponseRedirect(
+                reverse("admin:curation_graph_detail", args=[kind, result["document_id"]])
+            )
         if kind == "conversations":
             conversation = detail["conversation"]
             if request.method == "POST":
@@ -355,6 +421,7 @@ class GraphContentAdmin(admin.ModelAdmin):
                 "sections": _sections(kind, detail),
                 "privacy_form": privacy_form,
                 "can_change_privacy": can_change,
+                "can_anonymise": can_anonymise,
             },
         )
 

@@ -187,6 +187,7 @@ class GraphContent(models.Model):
         permissions = [
             ("browse_graph", "Can browse graph content (documents, conversations, memories, …)"),
             ("change_privacy", "Can change the privacy settings of conversations"),
+            ("anonymise_content", "Can anonymise a conversation or a document now"),
         ]
 
     def __str__(self) -> str:

@@ -212,6 +212,74 @@ def conversation_anonymise(*, project_id: str, conversation_id: str) -> Counter[
     return counts
 
 
+def conversation_anonymise_now(*, project_id: str, conversation_id: str, actor: str) -> dict[str, int]:
+    """A curator anonymises one conversation at once (the admin's button). Audited."""
+    if not graph.read(
+        "MATCH (c:Conversation {id: $id}) WHERE c.project_id = $p RETURN c.id AS id",
+        id=conversation_id,
+        p=project_id,
+    ):
+        raise NotFound("no such conversation in this project")
+    counts = dict(conversation_anonymise(project_id=project_id, conversation_id=conversation_id))
+    audit_record(
+        actor=actor,
+        action=AuditEntry.Action.ANONYMISE,
+        project_id=project_id,
+        target_kind="conversation",
+        target_id=conversation_id,
+        counts=counts,
+    )
+    return counts
+
+
+DOCUMENT_SOURCE = """
+MATCH (d:Document {id: $id}) WHERE d.project_id = $project_id
+RETURN d {.title, .content, .source_path, .mime_type, .author, .metadata_json} AS doc
+"""
+
+
+def document_anonymise(*, project_id: str, document_id: str, actor: str) -> dict[str, Any]:
+    """Anonymise a stored document: its title, text and author get placeholders and it is ingested
+    again from that text, so chunks, embeddings, entities and relations are re-derived from the
+    anonymised text and what only the original supported goes (the ingestion's replacement). A
+    document without a source path gets a new id; the original is deleted at once."""
+    import json
+
+    from knowledge.dto import DocumentInput
+    from knowledge.services import document_delete, document_redact, documents_submit
+
+    rows = graph.read(DOCUMENT_SOURCE, project_id=project_id, id=document_id)
+    if not rows:
+        raise NotFound("no such document in this project")
+    doc = rows[0]["doc"]
+    redacted = document_redact(
+        DocumentInput(
+            title=doc["title"] or "untitled",
+            text=doc["content"] or "",
+            source_path=doc["source_path"],
+            mime_type=doc["mime_type"] or "text/plain",
+            author=doc["author"],
+            metadata=json.loads(doc["metadata_json"]) if doc["metadata_json"] else {},
+        )
+    )
+    if not redacted.text.strip():
+        raise InvalidInput("the document has no text to anonymise")
+    submitted = documents_submit(project_id=project_id, documents=[redacted])
+    new_id = submitted.documents[0].document_id
+    if new_id != document_id:
+        document_delete(project_id=project_id, document_id=document_id)
+    result = {"document_id": new_id, "replaced": document_id, "job_id": submitted.job_id}
+    audit_record(
+        actor=actor,
+        action=AuditEntry.Action.ANONYMISE,
+        project_id=project_id,
+        target_kind="document",
+        target_id=document_id,
+        details=result,
+    )
+    return result
+
+
 def conversation_delete(*, project_id: str, conversation_id: str) -> Counter[str]:
     counts: Counter[str] = Counter()
     while True:

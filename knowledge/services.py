@@ -52,7 +52,7 @@ def content_hash(doc: DocumentInput) -> str:
     return digest.hexdigest()
 
 
-def _redacted(doc: DocumentInput) -> DocumentInput:
+def document_redact(doc: DocumentInput) -> DocumentInput:
     """The project redacts PII at ingest: the text and title get placeholders (a name found in one is
     replaced in both) and the author goes, before anything is stored or hashed."""
     author = [doc.author] if doc.author else []
@@ -75,7 +75,7 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
         raise InvalidInput("no documents given")
     ensure_schema()
     if project.redact_pii_at_ingest:
-        documents = [_redacted(doc) for doc in documents]
+        documents = [document_redact(doc) for doc in documents]
     references = _resolve_references(project_id, documents)
     rows = []
     for position, doc in enumerate(documents):

@@ -192,3 +192,25 @@ def test_erasure_request_from_the_admin() -> None:
     assert request.user_id == "user-0" and request.requested_by == "user:curator"
     blank = curator.post("/admin/curation/erasurerequest/add/", {"project": t.project.id, "user_id": "  "})
     assert blank.status_code == 200 and ErasureRequest.objects.count() == 1
+
+
+def test_project_privacy_defaults_and_policy_deletion_are_audited() -> None:
+    t = make_tenant("admin-audit")
+    superuser = User.objects.create_superuser("root", password="pw")
+    client = Client()
+    client.force_login(superuser)
+    page = client.get(f"/admin/core/project/{t.project.id}/change/")
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data = {k: v for k, v in form.initial.items() if v is not None and k in form.fields}
+    data.update({"default_accessibility": "private", "default_retention_days": "30", "redact_pii_at_ingest": "on"})
+    data.update({"api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0"})
+    response = client.post(f"/admin/core/project/{t.project.id}/change/", data)
+    assert response.status_code == 302, response.context["adminform"].form.errors if response.context else ""
+    (entry,) = AuditEntry.objects.filter(project_id=t.project.id, action="privacy_set", target_kind="project")
+    assert entry.actor == "user:root" and entry.details["set"]["default_accessibility"] == "private"
+
+    policy = RetentionPolicy.objects.create(name="to go", project_id=t.project.id, kind="messages", age_days=5, action="delete")
+    client.post(f"/admin/curation/retentionpolicy/{policy.pk}/delete/", {"post": "yes"})
+    assert not RetentionPolicy.objects.filter(pk=policy.pk).exists()
+    assert AuditEntry.objects.filter(target_id=str(policy.pk), details__deleted=True).count() == 1
