@@ -203,14 +203,18 @@ def test_project_privacy_defaults_and_policy_deletion_are_audited() -> None:
     assert page.status_code == 200
     form = page.context["adminform"].form
     data = {k: v for k, v in form.initial.items() if v is not None and k in form.fields}
-    data.update({"default_accessibility": "private", "default_retention_days": "30", "redact_pii_at_ingest": "on"})
+    data.update(
+        {"default_accessibility": "private", "default_retention_days": "30", "redact_pii_at_ingest": "on"}
+    )
     data.update({"api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0"})
     response = client.post(f"/admin/core/project/{t.project.id}/change/", data)
     assert response.status_code == 302, response.context["adminform"].form.errors if response.context else ""
     (entry,) = AuditEntry.objects.filter(project_id=t.project.id, action="privacy_set", target_kind="project")
     assert entry.actor == "user:root" and entry.details["set"]["default_accessibility"] == "private"
 
-    policy = RetentionPolicy.objects.create(name="to go", project_id=t.project.id, kind="messages", age_days=5, action="delete")
+    policy = RetentionPolicy.objects.create(
+        name="to go", project_id=t.project.id, kind="messages", age_days=5, action="delete"
+    )
     client.post(f"/admin/curation/retentionpolicy/{policy.pk}/delete/", {"post": "yes"})
     assert not RetentionPolicy.objects.filter(pk=policy.pk).exists()
     assert AuditEntry.objects.filter(target_id=str(policy.pk), details__deleted=True).count() == 1

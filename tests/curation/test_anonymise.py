@@ -3,6 +3,8 @@ anonymised text (chunks, embeddings and entities re-derived, no copy of the PII 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
@@ -21,7 +23,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 def _curator(*codenames: str) -> Client:
     account = User.objects.create_user("anonymiser", password="pw", is_staff=True)
     for codename in ("browse_graph", *codenames):
-        account.user_permissions.add(Permission.objects.get(content_type__app_label="curation", codename=codename))
+        account.user_permissions.add(
+            Permission.objects.get(content_type__app_label="curation", codename=codename)
+        )
     client = Client()
     client.force_login(account)
     return client
@@ -46,7 +50,9 @@ def test_anonymise_a_conversation_and_a_document_now() -> None:
         format="json",
     ).json()
     assert wait_job(submitted["job_id"]).status == Job.Status.SUCCEEDED
-    (doc_id,) = [d["id"] for d in submitted["documents"]] if "documents" in submitted else [submitted["document_id"]]
+    (doc_id,) = (
+        [d["id"] for d in submitted["documents"]] if "documents" in submitted else [submitted["document_id"]]
+    )
     assert carriers(pid, "tomas.h@example.com")  # in the document and its chunk
 
     reader = _curator()
@@ -67,10 +73,29 @@ def test_anonymise_a_conversation_and_a_document_now() -> None:
     assert response.status_code == 302
     jobs = Job.objects.filter(project_id=pid, kind="ingest").order_by("-created_at")
     assert wait_job(jobs[0].id).status == Job.Status.SUCCEEDED
+    # the communities were summarised from the original text: the rebuild that follows ingestion
+    # replaces them
+    deadline = time.monotonic() + 120
+    while not Job.objects.filter(
+        project_id=pid, kind="communities", created_at__gt=jobs[0].created_at
+    ).exists():
+        assert time.monotonic() < deadline, "no community rebuild after the re-ingestion"
+        time.sleep(0.2)
+    rebuild = Job.objects.filter(
+        project_id=pid, kind="communities", created_at__gt=jobs[0].created_at
+    ).first()
+    assert rebuild is not None and wait_job(rebuild.id).status == Job.Status.SUCCEEDED
     for canary in ("Tomas Halvorsen", "Halvorsen", "tomas.h@example.com"):
         assert carriers(pid, canary) == [], canary
     chunks = graph.read("MATCH (c:Chunk {project_id: $p}) RETURN c.text AS t", p=pid)
     assert chunks and all("[PERSON]" in c["t"] and "[EMAIL]" in c["t"] for c in chunks)
-    assert graph.read("MATCH (e:Entity {project_id: $p}) WHERE e.name CONTAINS 'Lisbon' RETURN count(e) AS n", p=pid)[0]["n"] >= 1
-    actions = set(AuditEntry.objects.filter(project_id=pid, action="anonymise").values_list("target_kind", flat=True))
+    assert (
+        graph.read(
+            "MATCH (e:Entity {project_id: $p}) WHERE e.name CONTAINS 'Lisbon' RETURN count(e) AS n", p=pid
+        )[0]["n"]
+        >= 1
+    )
+    actions = set(
+        AuditEntry.objects.filter(project_id=pid, action="anonymise").values_list("target_kind", flat=True)
+    )
     assert actions == {"conversation", "document"}
