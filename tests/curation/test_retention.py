@@ -275,3 +275,20 @@ def test_the_retention_run_command_previews_and_runs() -> None:
     (result,) = json.loads(out.getvalue())
     assert result["status"] == "succeeded" and result["counts"]["messages"] == 3
     assert count("Memory", pid) == 1
+
+
+def test_beat_queues_one_run_of_every_enabled_policy_per_project() -> None:
+    a, b = make_tenant("beat-a"), make_tenant("beat-b")
+    RetentionPolicy.objects.update(enabled=False)
+    own = _policy(a.project.id, "messages", "delete", 30)
+    everywhere = _policy(None, "orphaned_entities", "delete", 180)
+    off = _policy(a.project.id, "messages", "anonymise", 10)
+    off.enabled = False
+    off.save()
+    runs = PolicyRun.objects.filter(pk__in=services.retention_enforce_all())
+    pairs = {(r.policy_id, r.project_id) for r in runs}
+    assert (own.pk, a.project.id) in pairs and (own.pk, b.project.id) not in pairs
+    assert {(everywhere.pk, a.project.id), (everywhere.pk, b.project.id)} <= pairs
+    assert off.pk not in {r.policy_id for r in runs}
+    assert {r.requested_by for r in runs} == {"celery-beat"}
+    assert {r.status for r in runs} == {"queued"}
