@@ -264,10 +264,13 @@ def document_anonymise(*, project_id: str, document_id: str, actor: str) -> dict
     )
     if not redacted.text.strip():
         raise InvalidInput("the document has no text to anonymise")
-    submitted = documents_submit(project_id=project_id, documents=[redacted])
-    new_id = submitted.documents[0].document_id
-    if new_id != document_id:
-        document_delete(project_id=project_id, document_id=document_id)
+    # the ingestion task is queued when this block commits, so the original (and what only it
+    # supported) is gone before the anonymised copy is resolved against the project's entities
+    with transaction.atomic():
+        submitted = documents_submit(project_id=project_id, documents=[redacted])
+        new_id = submitted.documents[0].document_id
+        if new_id != document_id:
+            document_delete(project_id=project_id, document_id=document_id)
     result = {"document_id": new_id, "replaced": document_id, "job_id": submitted.job_id}
     audit_record(
         actor=actor,

