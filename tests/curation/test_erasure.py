@@ -149,3 +149,27 @@ def test_erasure_needs_the_admin_scope_and_stays_in_its_project() -> None:
         .status_code
         == 404
     )
+
+
+def test_a_staff_session_needs_the_erasure_permission_on_the_api() -> None:
+    from django.contrib.auth.models import Permission, User
+    from rest_framework.test import APIClient
+
+    t = make_tenant("erase-staff")
+    staff = User.objects.create_user("helpdesk", password="pw", is_staff=True)
+    client = APIClient()
+    client.force_login(staff)
+    url = f"/api/v1/projects/{t.project.id}/erasure-requests"
+    assert client.post(url, {"user_id": "anna"}, format="json").status_code == 403
+    assert not ErasureRequest.objects.exists()
+    staff.user_permissions.add(Permission.objects.get(codename="run_erasurerequest"))
+    staff = User.objects.get(pk=staff.pk)  # fresh permission cache
+    client.force_login(staff)
+    response = client.post(url, {"user_id": "anna"}, format="json")
+    assert response.status_code == 202 and response.json()["requested_by"] == "user:helpdesk"
+    # a logged-in user who is not staff gets nothing
+    plain = User.objects.create_user("visitor", password="pw")
+    other = APIClient()
+    other.force_login(plain)
+    assert other.post(url, {"user_id": "anna"}, format="json").status_code in (401, 403, 404)
+    assert ErasureRequest.objects.count() == 1
