@@ -44,6 +44,7 @@ from typing import Any
 import httpx
 import psutil
 
+from bench.ingestion import _issue_key
 from bench.memory import _Api, _driver, _Model, _platform
 from bench.retrieval import _pct as _percentile
 from bench.startup import REPO, PlatformRun, _row
@@ -80,30 +81,6 @@ CARRIES = (
 
 def _pct(values: list[float]) -> dict[str, float]:
     return {"p50": round(_percentile(values, 50), 1), "p95": round(_percentile(values, 95), 1)}
-
-
-def _key(platform: PlatformRun, project_id: str, scopes: str) -> str:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "create_api_key",
-            "--project",
-            project_id,
-            "--name",
-            f"bench {scopes}",
-            "--scopes",
-            scopes,
-            "--rate-limit",
-            "100000/min",
-        ],
-        cwd=REPO,
-        env=platform.cli_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout.strip()
 
 
 def _sampled(cmd: list[str], env: dict[str, str]) -> tuple[str, float, float]:
@@ -306,7 +283,7 @@ def _admin_pages(platform: PlatformRun, driver: Any, project_id: str) -> dict[st
 def _erasure(platform: PlatformRun, admin: str, model: _Model) -> tuple[dict[str, Any], dict[str, Any]]:
     api = _Api(platform, admin, "curation erasure")
     pid = api.project
-    admin_key = _key(platform, pid, "admin")
+    admin_key = _issue_key(pid, platform.cli_env(), scopes="admin")
     driver = _driver(platform)
     t = time.perf_counter()
     others, _peak, _took = _step(

@@ -63,23 +63,55 @@ def _text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(n)).capitalize() + "."
 
 
+class _Loader:
+    """Conversations written `tx_rows` messages per transaction, each with the memory app's scope
+    key and tokens."""
+
+    def __init__(self, project_id: str, application_id: str, tx_rows: int) -> None:
+        self.project_id, self.application_id, self.tx_rows = project_id, application_id, tx_rows
+        self.batch: list[dict[str, Any]] = []
+        self.loaded = 0
+
+    def add(self, user_id: str, thread_id: str, rows: list[dict[str, Any]]) -> None:
+        from memory.scope import Scope, conversation_key, node_tokens
+
+        scope = Scope(application_id=self.application_id, user_id=user_id, thread_id=thread_id)
+        self.batch.append(
+            {
+                "id": str(uuid.uuid4()),
+                "key": conversation_key(scope),
+                "user_id": user_id,
+                "thread_id": thread_id,
+                "tokens": node_tokens(self.project_id, scope),
+                "rows": rows,
+            }
+        )
+        if sum(len(c["rows"]) for c in self.batch) >= self.tx_rows:
+            self.flush()
+
+    def flush(self) -> int:
+        from core import graph
+
+        if self.batch:
+            graph.write(
+                LOAD, project_id=self.project_id, application_id=self.application_id, conversations=self.batch
+            )
+            self.loaded += sum(len(c["rows"]) for c in self.batch)
+            self.batch = []
+        return self.loaded
+
+
 def load_users(args: dict[str, Any]) -> dict[str, Any]:
     """`users` users with `per_user` messages each (one conversation per user), random unit vectors."""
     from django.conf import settings
 
-    from core import graph
-    from memory.scope import Scope, conversation_key, node_tokens
-
     rng = random.Random(args.get("seed", 7))
     dims = int(settings.EMBEDDINGS_DIMENSIONS)
-    project_id, app = args["project_id"], args.get("application_id", "bench")
+    loader = _Loader(args["project_id"], args.get("application_id", "bench"), args.get("tx_rows", 10_000))
     start = datetime.now(UTC) - timedelta(days=args.get("days", 10))
     started = time.perf_counter()
-    batch: list[dict[str, Any]] = []
-    loaded = 0
     for u in range(args["users"]):
         user_id = f"{args.get('prefix', 'user')}-{u}"
-        scope = Scope(application_id=app, user_id=user_id, thread_id=f"{user_id}-t")
         rows = [
             {
                 "id": str(uuid.uuid4()),
@@ -90,43 +122,20 @@ def load_users(args: dict[str, Any]) -> dict[str, Any]:
             }
             for i in range(args["per_user"])
         ]
-        batch.append(
-            {
-                "id": str(uuid.uuid4()),
-                "key": conversation_key(scope),
-                "user_id": user_id,
-                "thread_id": scope.thread_id,
-                "tokens": node_tokens(project_id, scope),
-                "rows": rows,
-            }
-        )
-        if sum(len(c["rows"]) for c in batch) >= args.get("tx_rows", 10_000):
-            graph.write(LOAD, project_id=project_id, application_id=app, conversations=batch)
-            loaded += sum(len(c["rows"]) for c in batch)
-            batch = []
-    if batch:
-        graph.write(LOAD, project_id=project_id, application_id=app, conversations=batch)
-        loaded += sum(len(c["rows"]) for c in batch)
-    return {"messages": loaded, "load_s": round(time.perf_counter() - started, 1)}
+        loader.add(user_id, f"{user_id}-t", rows)
+    return {"messages": loader.flush(), "load_s": round(time.perf_counter() - started, 1)}
 
 
 def load_retention(args: dict[str, Any]) -> dict[str, Any]:
     """`conversations` conversations of `per_conversation` messages without vectors; in every
     conversation the first `expired_per_conversation` messages are `age_days` old, the rest recent."""
-    from core import graph
-    from memory.scope import Scope, conversation_key, node_tokens
-
     rng = random.Random(11)
-    project_id, app = args["project_id"], "bench"
+    loader = _Loader(args["project_id"], "bench", 20_000)
     now = datetime.now(UTC)
     old = now - timedelta(days=args["age_days"])
     started = time.perf_counter()
-    batch: list[dict[str, Any]] = []
-    loaded = expired = 0
     per, n_old = args["per_conversation"], args["expired_per_conversation"]
     for c in range(args["conversations"]):
-        user_id = f"ret-{c % 1000}"
-        scope = Scope(application_id=app, user_id=user_id, thread_id=f"ret-t{c}")
         rows = []
         for i in range(per):
             when = (old if i < n_old else now - timedelta(days=1)) + timedelta(seconds=i)
@@ -141,25 +150,12 @@ def load_retention(args: dict[str, Any]) -> dict[str, Any]:
                     "embedding": None,
                 }
             )
-        expired += n_old
-        batch.append(
-            {
-                "id": str(uuid.uuid4()),
-                "key": conversation_key(scope),
-                "user_id": user_id,
-                "thread_id": scope.thread_id,
-                "tokens": node_tokens(project_id, scope),
-                "rows": rows,
-            }
-        )
-        if len(batch) * per >= 20_000:
-            graph.write(LOAD, project_id=project_id, application_id=app, conversations=batch)
-            loaded += len(batch) * per
-            batch = []
-    if batch:
-        graph.write(LOAD, project_id=project_id, application_id=app, conversations=batch)
-        loaded += len(batch) * per
-    return {"messages": loaded, "expired": expired, "load_s": round(time.perf_counter() - started, 1)}
+        loader.add(f"ret-{c % 1000}", f"ret-t{c}", rows)
+    return {
+        "messages": loader.flush(),
+        "expired": n_old * args["conversations"],
+        "load_s": round(time.perf_counter() - started, 1),
+    }
 
 
 def derive(args: dict[str, Any]) -> dict[str, Any]:

@@ -119,8 +119,9 @@ def _shape(client: httpx.Client, platform: PlatformRun) -> dict[str, Any]:
         return {name: driver.execute_query(q).records[0]["n"] for name, q in checks.items()}
 
 
-def _issue_key(project_id: str, env: dict[str, str]) -> str:
-    """A write key for a bench project, issued through the CLI against the running platform."""
+def _issue_key(project_id: str, env: dict[str, str], scopes: str = "write") -> str:
+    """A key for a bench project (write scope unless told), issued through the CLI against the
+    running platform."""
     result = subprocess.run(
         [
             sys.executable,
@@ -131,7 +132,7 @@ def _issue_key(project_id: str, env: dict[str, str]) -> str:
             "--name",
             "bench",
             "--scopes",
-            "write",
+            scopes,
             "--rate-limit",
             "100000/min",
         ],

@@ -31,21 +31,25 @@ def _require_perm(request: Request, perm: str) -> None:
         raise PermissionDenied(f"this operation needs the '{perm}' permission")
 
 
+class SettingsInput(StrictSerializer):
+    """A change of settings: only known fields, and at least one of them."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("give at least one setting to change")
+        return attrs
+
+
 class ConversationPrivacyApi(ProjectApi):
     """GET/PATCH /projects/{pid}/conversations/{id}/privacy — seed 003's privacy settings."""
 
-    class InputSerializer(StrictSerializer):
+    class InputSerializer(SettingsInput):
         accessibility = serializers.ChoiceField(choices=ACCESSIBILITY, required=False)
         retention_days = serializers.IntegerField(
             min_value=1, max_value=36_500, required=False, allow_null=True
         )
         anonymize = serializers.BooleanField(required=False)
         expires_at = serializers.DateTimeField(required=False, allow_null=True)
-
-        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            if not attrs:
-                raise serializers.ValidationError("give at least one setting to change")
-            return attrs
 
     def get(self, request: Request, project_id: str, conversation_id: str) -> Response:
         return Response(
@@ -73,18 +77,13 @@ class ConversationPrivacyApi(ProjectApi):
 class ProjectPrivacyApi(ProjectApi):
     """GET/PATCH /projects/{pid}/privacy — defaults of new conversations and redaction at ingest."""
 
-    class InputSerializer(StrictSerializer):
+    class InputSerializer(SettingsInput):
         default_accessibility = serializers.ChoiceField(choices=ACCESSIBILITY, required=False)
         default_retention_days = serializers.IntegerField(
             min_value=1, max_value=36_500, required=False, allow_null=True
         )
         default_anonymize = serializers.BooleanField(required=False)
         redact_pii_at_ingest = serializers.BooleanField(required=False)
-
-        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            if not attrs:
-                raise serializers.ValidationError("give at least one setting to change")
-            return attrs
 
     @property
     def required_scope(self) -> str:

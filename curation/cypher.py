@@ -3,6 +3,8 @@ paginated graph pages. Every statement is parameterised; batches are bounded by 
 
 from __future__ import annotations
 
+from memory import cypher as memory_cypher
+
 # Range indexes behind the admin's keyset pages (project, then the order property) and the retention
 # runs (conversations by expiry, entities by orphan stamp).
 SCHEMA = [
@@ -49,6 +51,22 @@ CALL (c) {
 REMOVE c._lock
 RETURN c {.id, .user_id, .thread_id, .application_id, .agent_id, .retention_days, .anonymize,
           .accessibility, .expires_at, .expires_fixed, .message_count} AS conversation
+"""
+
+CONVERSATION_EXISTS = """
+MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id
+RETURN c.id AS id
+"""
+
+CONVERSATION_PRIVACY_GET = """
+MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id
+RETURN c {.id, .user_id, .thread_id, .application_id, .agent_id, .retention_days, .anonymize,
+          .accessibility, .expires_at, .expires_fixed, .message_count} AS conversation
+"""
+
+DOCUMENT_SOURCE = """
+MATCH (d:Document {id: $id}) WHERE d.project_id = $project_id
+RETURN d {.title, .content, .source_path, .mime_type, .author, .metadata_json} AS doc
 """
 
 # --- retention: messages ---------------------------------------------------------------------------------
@@ -174,30 +192,12 @@ ORDER BY c.id
 LIMIT $batch
 """
 
-CONVERSATION_DELETE_MESSAGES = """
-MATCH (m:Memory {conversation_id: $conversation_id})
-WHERE m.project_id = $project_id
-WITH m LIMIT $batch
-OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
-WITH collect(DISTINCT m) AS ms, collect(DISTINCT d) AS ds
-FOREACH (d IN ds | DETACH DELETE d)
-FOREACH (m IN ms | DETACH DELETE m)
-RETURN size(ms) AS deleted, size(ds) AS derived
-"""
-
-CONVERSATION_DELETE = """
-MATCH (c:Conversation {id: $conversation_id})
-WHERE c.project_id = $project_id
-SET c._lock = true
-WITH c
-OPTIONAL MATCH (x)-[:PART_OF|SUMMARIZES]->(c)
-OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(x)
-WITH c, collect(DISTINCT x) AS xs, collect(DISTINCT d) AS ds
-FOREACH (d IN ds | DETACH DELETE d)
-FOREACH (x IN xs | DETACH DELETE x)
-DETACH DELETE c
-RETURN size(xs) AS stragglers, size(ds) AS derived
-"""
+# Deleting one conversation is the memory app's forget with the conversation as its scope: its
+# messages in batches (with what was drawn from them), then the conversation with its summaries.
+CONVERSATION_DELETE_MESSAGES = memory_cypher.FORGET_BATCH.format(
+    label="Memory", scope="n.conversation_id = $conversation_id"
+)
+CONVERSATION_DELETE = memory_cypher.FORGET_CONVERSATIONS.format(scope="c.id = $conversation_id")
 
 # After its messages are anonymised an expired conversation stays, without summaries or title, and
 # is not picked again.
@@ -292,4 +292,87 @@ CALL () {
   RETURN count(*) AS users
 }
 RETURN user_states, users
+"""
+
+# --- admin detail pages: a node and its neighbourhood -------------------------------------------------------
+
+CONVERSATION_DETAIL = """
+MATCH (c:Conversation {id: $id})
+OPTIONAL MATCH (s:ConversationSummary)-[:SUMMARIZES]->(c)
+WITH c, collect(s {.id, .text, .first_seq, .last_seq, .mode, .created_at}) AS summaries
+CALL (c) {
+  MATCH (m:Memory)-[:PART_OF]->(c)
+  WITH m ORDER BY m.seq DESC LIMIT $messages
+  RETURN collect(m {.id, .seq, .role, .text, .timestamp, .author_name, .anonymized}) AS messages
+}
+CALL (c) {
+  MATCH (d)-[:EXTRACTED_FROM]->(:Memory|ConversationSummary)-[:PART_OF|SUMMARIZES]->(c)
+  WITH DISTINCT d LIMIT 200
+  RETURN collect(d {.id, .text, .valid_until, kind: labels(d)[0]}) AS derived
+}
+RETURN c {.*} AS conversation, summaries, reverse(messages) AS messages, derived
+"""
+
+DOCUMENT_DETAIL = """
+MATCH (d:Document {id: $id})
+CALL (d) {
+  MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
+  WITH c ORDER BY c.index LIMIT 100
+  RETURN collect(c {.id, .index, .text, .token_count}) AS chunks
+}
+CALL (d) {
+  MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:HAS_ENTITY]->(e:Entity)
+  WITH DISTINCT e LIMIT 200
+  RETURN collect(e {.id, .name, .type}) AS entities
+}
+RETURN d {.id, .project_id, .title, .source_path, .mime_type, .author, .status, .chunk_count,
+          .entity_count, .relation_count, created_at: toString(d.created_at)} AS document, chunks, entities
+"""
+
+MEMORY_DETAIL = """
+MATCH (m:Memory {id: $id})
+OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
+OPTIONAL MATCH (m)-[:MENTIONS]->(e:Entity)
+RETURN m {.*, embedding: null} AS memory,
+       collect(DISTINCT d {.id, .text, kind: labels(d)[0]}) AS derived,
+       collect(DISTINCT e {.id, .name, .type}) AS entities
+"""
+
+ENTITY_DETAIL = """
+MATCH (e:Entity {id: $id})
+CALL (e) {
+  OPTIONAL MATCH (e)-[r:RELATED]-(o:Entity)
+  WITH r, o LIMIT 100
+  RETURN collect(CASE WHEN o IS NULL THEN null ELSE {id: o.id, name: o.name, description: r.description,
+                 weight: r.weight} END) AS related
+}
+CALL (e) {
+  OPTIONAL MATCH (c:Chunk)-[:HAS_ENTITY]->(e)
+  WITH c LIMIT 50
+  RETURN collect(c {.id, .document_id, .text}) AS chunks
+}
+RETURN e {.id, .project_id, .name, .type, .description, .orphaned_at} AS entity, related, chunks
+"""
+
+COMMUNITY_DETAIL = """
+MATCH (c:Community {id: $id})
+CALL (c) {
+  OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
+  WITH e LIMIT 100
+  RETURN collect(e {.id, .name, .type}) AS entities
+}
+OPTIONAL MATCH (c)-[:IN_COMMUNITY]->(parent:Community)
+RETURN c {.id, .project_id, .title, .summary, .level, .rank, .size, .stale} AS community, entities,
+       parent.id AS parent_id
+"""
+
+SESSION_DETAIL = """
+MATCH (s:Session {id: $id})
+CALL (s) {
+  MATCH (e:Event) WHERE e.session_uid = s.id
+  WITH e ORDER BY e.seq LIMIT 200
+  RETURN collect(e {.id, .seq, .author, .text, .timestamp}) AS events
+}
+RETURN s {.id, .project_id, .app_name, .user_id, .session_id, .event_count, .last_update_time} AS session,
+       events
 """

@@ -11,8 +11,10 @@ from typing import Any
 
 from core import graph
 from core.errors import InvalidInput, NotFound
+from curation import cypher
 from curation.models import ErasureRequest
 from memory.scope import Scope, lucene_filter
+from memory.services import TIMESTAMP_FORMAT
 from retrieval import lucene
 
 
@@ -130,7 +132,7 @@ def _time_bound(kind: Kind, day: date, *, end: bool) -> tuple[str, Any]:
         return "datetime(${})", moment.isoformat()
     if kind.time_type == "epoch_ms":
         return "${}", int(moment.timestamp() * 1000)
-    return "${}", moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return "${}", moment.strftime(TIMESTAMP_FORMAT)
 
 
 def _search_ids(kind: Kind, project_id: str | None, q: str, limit: int) -> list[str] | None:
@@ -244,94 +246,13 @@ def graph_page(
 
 # --- details ---------------------------------------------------------------------------------------------
 
-CONVERSATION_DETAIL = """
-MATCH (c:Conversation {id: $id})
-OPTIONAL MATCH (s:ConversationSummary)-[:SUMMARIZES]->(c)
-WITH c, collect(s {.id, .text, .first_seq, .last_seq, .mode, .created_at}) AS summaries
-CALL (c) {
-  MATCH (m:Memory)-[:PART_OF]->(c)
-  WITH m ORDER BY m.seq DESC LIMIT $messages
-  RETURN collect(m {.id, .seq, .role, .text, .timestamp, .author_name, .anonymized}) AS messages
-}
-CALL (c) {
-  MATCH (d)-[:EXTRACTED_FROM]->(:Memory|ConversationSummary)-[:PART_OF|SUMMARIZES]->(c)
-  WITH DISTINCT d LIMIT 200
-  RETURN collect(d {.id, .text, .valid_until, kind: labels(d)[0]}) AS derived
-}
-RETURN c {.*} AS conversation, summaries, reverse(messages) AS messages, derived
-"""
-
-DOCUMENT_DETAIL = """
-MATCH (d:Document {id: $id})
-CALL (d) {
-  MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
-  WITH c ORDER BY c.index LIMIT 100
-  RETURN collect(c {.id, .index, .text, .token_count}) AS chunks
-}
-CALL (d) {
-  MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:HAS_ENTITY]->(e:Entity)
-  WITH DISTINCT e LIMIT 200
-  RETURN collect(e {.id, .name, .type}) AS entities
-}
-RETURN d {.id, .project_id, .title, .source_path, .mime_type, .author, .status, .chunk_count,
-          .entity_count, .relation_count, created_at: toString(d.created_at)} AS document, chunks, entities
-"""
-
-MEMORY_DETAIL = """
-MATCH (m:Memory {id: $id})
-OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
-OPTIONAL MATCH (m)-[:MENTIONS]->(e:Entity)
-RETURN m {.*, embedding: null} AS memory,
-       collect(DISTINCT d {.id, .text, kind: labels(d)[0]}) AS derived,
-       collect(DISTINCT e {.id, .name, .type}) AS entities
-"""
-
-ENTITY_DETAIL = """
-MATCH (e:Entity {id: $id})
-CALL (e) {
-  OPTIONAL MATCH (e)-[r:RELATED]-(o:Entity)
-  WITH r, o LIMIT 100
-  RETURN collect(CASE WHEN o IS NULL THEN null ELSE {id: o.id, name: o.name, description: r.description,
-                 weight: r.weight} END) AS related
-}
-CALL (e) {
-  OPTIONAL MATCH (c:Chunk)-[:HAS_ENTITY]->(e)
-  WITH c LIMIT 50
-  RETURN collect(c {.id, .document_id, .text}) AS chunks
-}
-RETURN e {.id, .project_id, .name, .type, .description, .orphaned_at} AS entity, related, chunks
-"""
-
-COMMUNITY_DETAIL = """
-MATCH (c:Community {id: $id})
-CALL (c) {
-  OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
-  WITH e LIMIT 100
-  RETURN collect(e {.id, .name, .type}) AS entities
-}
-OPTIONAL MATCH (c)-[:IN_COMMUNITY]->(parent:Community)
-RETURN c {.id, .project_id, .title, .summary, .level, .rank, .size, .stale} AS community, entities,
-       parent.id AS parent_id
-"""
-
-SESSION_DETAIL = """
-MATCH (s:Session {id: $id})
-CALL (s) {
-  MATCH (e:Event) WHERE e.session_uid = s.id
-  WITH e ORDER BY e.seq LIMIT 200
-  RETURN collect(e {.id, .seq, .author, .text, .timestamp}) AS events
-}
-RETURN s {.id, .project_id, .app_name, .user_id, .session_id, .event_count, .last_update_time} AS session,
-       events
-"""
-
 _DETAILS = {
-    "conversations": CONVERSATION_DETAIL,
-    "documents": DOCUMENT_DETAIL,
-    "memories": MEMORY_DETAIL,
-    "entities": ENTITY_DETAIL,
-    "communities": COMMUNITY_DETAIL,
-    "sessions": SESSION_DETAIL,
+    "conversations": cypher.CONVERSATION_DETAIL,
+    "documents": cypher.DOCUMENT_DETAIL,
+    "memories": cypher.MEMORY_DETAIL,
+    "entities": cypher.ENTITY_DETAIL,
+    "communities": cypher.COMMUNITY_DETAIL,
+    "sessions": cypher.SESSION_DETAIL,
 }
 
 
@@ -348,13 +269,7 @@ def graph_detail(*, kind_name: str, node_id: str) -> dict[str, Any]:
 
 
 def conversation_privacy_get(*, project_id: str, conversation_id: str) -> dict[str, Any]:
-    rows = graph.read(
-        "MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id "
-        "RETURN c {.id, .user_id, .thread_id, .application_id, .agent_id, .retention_days, .anonymize, "
-        ".accessibility, .expires_at, .expires_fixed, .message_count} AS conversation",
-        project_id=project_id,
-        id=conversation_id,
-    )
+    rows = graph.read(cypher.CONVERSATION_PRIVACY_GET, project_id=project_id, id=conversation_id)
     if not rows:
         raise NotFound("no such conversation in this project")
     return dict(rows[0]["conversation"])

@@ -3,6 +3,7 @@ and the audit entry every one of them leaves. Reads are in curation.selectors.""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import Counter, defaultdict
@@ -23,10 +24,13 @@ from core.pii import PLACEHOLDERS, anonymise
 from core.progress import ProgressEvent, publish
 from curation import cypher
 from curation.models import AuditEntry, ErasureRequest, PolicyRun, RetentionPolicy
+from knowledge.dto import DocumentInput
+from knowledge.services import document_delete, document_redact, documents_submit
+from memory.scope import Scope
+from memory.services import TIMESTAMP_FORMAT, memories_consolidate, memories_forget
 
 logger = logging.getLogger(__name__)
 
-TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # memory timestamps (sort as text)
 UNSET: Any = object()
 
 
@@ -214,11 +218,7 @@ def conversation_anonymise(*, project_id: str, conversation_id: str) -> Counter[
 
 def conversation_anonymise_now(*, project_id: str, conversation_id: str, actor: str) -> dict[str, int]:
     """A curator anonymises one conversation at once (the admin's button). Audited."""
-    if not graph.read(
-        "MATCH (c:Conversation {id: $id}) WHERE c.project_id = $p RETURN c.id AS id",
-        id=conversation_id,
-        p=project_id,
-    ):
+    if not graph.read(cypher.CONVERSATION_EXISTS, id=conversation_id, project_id=project_id):
         raise NotFound("no such conversation in this project")
     counts = dict(conversation_anonymise(project_id=project_id, conversation_id=conversation_id))
     audit_record(
@@ -232,23 +232,12 @@ def conversation_anonymise_now(*, project_id: str, conversation_id: str, actor: 
     return counts
 
 
-DOCUMENT_SOURCE = """
-MATCH (d:Document {id: $id}) WHERE d.project_id = $project_id
-RETURN d {.title, .content, .source_path, .mime_type, .author, .metadata_json} AS doc
-"""
-
-
 def document_anonymise(*, project_id: str, document_id: str, actor: str) -> dict[str, Any]:
     """Anonymise a stored document: its title, text and author get placeholders and it is ingested
     again from that text, so chunks, embeddings, entities and relations are re-derived from the
     anonymised text and what only the original supported goes (the ingestion's replacement). A
     document without a source path gets a new id; the original is deleted at once."""
-    import json
-
-    from knowledge.dto import DocumentInput
-    from knowledge.services import document_delete, document_redact, documents_submit
-
-    rows = graph.read(DOCUMENT_SOURCE, project_id=project_id, id=document_id)
+    rows = graph.read(cypher.DOCUMENT_SOURCE, project_id=project_id, id=document_id)
     if not rows:
         raise NotFound("no such document in this project")
     doc = rows[0]["doc"]
@@ -296,11 +285,11 @@ def conversation_delete(*, project_id: str, conversation_id: str) -> Counter[str
         counts["derived"] += int(row["derived"])
         if row["deleted"] < settings.RETENTION_BATCH:
             break
-    rows = graph.write(cypher.CONVERSATION_DELETE, project_id=project_id, conversation_id=conversation_id)
-    if rows:
+    row = graph.write(cypher.CONVERSATION_DELETE, project_id=project_id, conversation_id=conversation_id)[0]
+    if row["deleted"]:
         counts["conversations"] += 1
-        counts["summaries"] += int(rows[0]["stragglers"])
-        counts["derived"] += int(rows[0]["derived"])
+        counts["summaries"] += int(row["stragglers"] or 0)
+        counts["derived"] += int(row["derived"] or 0)
     return counts
 
 
@@ -403,10 +392,7 @@ def _messages_step(run: PolicyRun, action: str) -> Step:
             )
         return Step(removed, run.cursor, len(ids) < batch)
     # summarise, then delete: the memory app's consolidation (what the messages supported stays)
-    from memory.services import memories_consolidate
-
-    days = max(0.0, (datetime.now(UTC) - run.cutoff).total_seconds() / 86400)
-    totals = memories_consolidate(project_id=project_id, scope=None, older_than_days=int(days))
+    totals = memories_consolidate(project_id=project_id, scope=None, older_than_days=0, cutoff=run.cutoff)
     return Step(
         Counter({"messages": totals["folded"], "summaries": totals["summaries"], "kept": totals["kept"]}),
         run.cursor,
@@ -625,9 +611,6 @@ def erasure_execute(*, request_id: str) -> ErasureRequest:
     """Erase everything of the user in the project: memories, conversations, summaries, facts,
     preferences, profile, mentions and embeddings (the memory app's forget), then sessions with their
     events, tool calls and state. Safe to re-run: what is gone is not found again."""
-    from memory.scope import Scope
-    from memory.services import memories_forget
-
     request = ErasureRequest.objects.get(pk=request_id)
     if request.status in (ErasureRequest.Status.SUCCEEDED, ErasureRequest.Status.NOTHING_TO_ERASE):
         return request

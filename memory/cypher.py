@@ -270,7 +270,7 @@ WITH c, collect(DISTINCT x) AS xs, collect(DISTINCT d) AS ds
 FOREACH (d IN ds | DETACH DELETE d)
 FOREACH (x IN xs | DETACH DELETE x)
 DETACH DELETE c
-RETURN count(c) AS deleted, sum(size(xs)) AS stragglers
+RETURN count(c) AS deleted, sum(size(xs)) AS stragglers, sum(size(ds)) AS derived
 """
 
 FORGET_PROFILES = """

@@ -509,18 +509,25 @@ def memories_summarize_run(*, job_id: str) -> None:
 
 
 def memories_consolidate(
-    *, project_id: str, scope: Scope | None, older_than_days: int, job: Job | None = None
+    *,
+    project_id: str,
+    scope: Scope | None,
+    older_than_days: int,
+    job: Job | None = None,
+    cutoff: datetime | None = None,
 ) -> dict[str, int]:
-    """Fold messages older than `older_than_days` into consolidated summaries (seed 003: turns older
-    than 90 days condensed to summaries). Facts, preferences and mentions drawn from them are first
-    derived (if not yet) and then re-attached to the summary, so what they supported stays."""
-    cutoff = (datetime.now(UTC) - timedelta(days=older_than_days)).strftime(TIMESTAMP_FORMAT)
+    """Fold messages older than `older_than_days` (or than `cutoff`, a retention run's fixed moment)
+    into consolidated summaries (seed 003: turns older than 90 days condensed to summaries). Facts,
+    preferences and mentions drawn from them are first derived (if not yet) and then re-attached to
+    the summary, so what they supported stays."""
+    moment = cutoff or datetime.now(UTC) - timedelta(days=older_than_days)
+    cutoff_text = moment.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
     where = scope.where("m") if scope else "true"
     params = scope.params() if scope else {}
     candidates = graph.read(
         cypher.CONSOLIDATE_CANDIDATES.format(scope=where),
         project_id=project_id,
-        cutoff=cutoff,
+        cutoff=cutoff_text,
         limit=settings.MEMORY_SCOPE_MAX_CONVERSATIONS,
         **params,
     )
@@ -539,7 +546,7 @@ def memories_consolidate(
                 cypher.OLD_MESSAGES,
                 project_id=project_id,
                 conversation_id=conversation_id,
-                cutoff=cutoff,
+                cutoff=cutoff_text,
                 limit=settings.MEMORY_SUMMARY_MAX_MESSAGES,
             )
             if not old:

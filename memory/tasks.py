@@ -3,17 +3,13 @@ a half-done one is redone: facts merge into current ones, summaries only cover u
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from celery import Task, shared_task
-from django.conf import settings
 
-from core.errors import DependencyUnavailable
 from core.models import Job
+from core.task_runs import run_with_retries
 from memory import services
-
-logger = logging.getLogger(__name__)
 
 
 def _fail(job_id: str, exc: BaseException) -> None:
@@ -23,18 +19,7 @@ def _fail(job_id: str, exc: BaseException) -> None:
 
 
 def _run(task: Task, job_id: str, work: Callable[[], None]) -> None:
-    try:
-        work()
-    except DependencyUnavailable as exc:
-        if task.request.retries >= settings.INGEST_MAX_RETRIES:
-            _fail(job_id, exc)
-            return
-        delay = min(settings.RETRY_BACKOFF_MAX_SEC, settings.INGEST_RETRY_BASE_SEC * 2**task.request.retries)
-        logger.warning("memory job %s: %s unavailable, retry in %ss", job_id, exc.dependency, delay)
-        raise task.retry(exc=exc, countdown=delay) from exc
-    except Exception as exc:
-        logger.exception("memory job %s failed", job_id)
-        _fail(job_id, exc)
+    run_with_retries(task, f"memory job {job_id}", work, lambda exc: _fail(job_id, exc))
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)

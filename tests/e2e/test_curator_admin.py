@@ -5,9 +5,7 @@ retention policy and see the conversation gone; then run an erasure request for 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,10 +13,9 @@ from django.contrib.auth.models import Permission, User
 
 from core import graph
 from curation.models import RetentionPolicy
-from tests.conftest import Tenant, make_tenant, worker_env
+from tests.conftest import Tenant, make_tenant
 from tests.curation.helpers import carriers
 from tests.memory.helpers import assistant, store, user
-from tests.support.processes import manage, start_web, stop
 
 pytestmark = [
     pytest.mark.e2e,
@@ -28,7 +25,6 @@ pytestmark = [
     pytest.mark.usefixtures("celery_worker_process"),
 ]
 
-CHROMIUM = "/usr/bin/chromium"
 PERMISSIONS = [
     ("curation", "browse_graph"),
     ("curation", "change_privacy"),
@@ -78,34 +74,6 @@ def curated() -> dict[str, Any]:
         name="Expired conversations (curated)", project_id=pid, kind="expired_conversations", action="delete"
     )
     return {"pid": pid, "ana_conversation": ana["conversation_id"], "policy": policy.pk}
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Iterator[str]:
-    env = {**worker_env(), "VAR_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1"}
-    (tmp_path / "var").mkdir()
-    manage("collectstatic", "--noinput", "--verbosity", "0", env=env)
-    proc, base = start_web(env, tmp_path / "web.log")
-    try:
-        yield base
-    finally:
-        stop(proc)
-        log = (tmp_path / "web.log").read_text()
-        assert "Traceback" not in log, log
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def _wait_status(page: Any, status: str, timeout: float = 120) -> None:

@@ -4,17 +4,14 @@ live progress over the websocket, answer with key facts, and a citation opening 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core import graph
 from core.models import Job
-from tests.conftest import Tenant, make_tenant, worker_env
+from tests.conftest import Tenant, make_tenant
 from tests.knowledge.helpers import wait_job
-from tests.support.processes import manage, start_web, stop
 
 pytestmark = [
     pytest.mark.e2e,
@@ -24,7 +21,6 @@ pytestmark = [
     pytest.mark.usefixtures("celery_worker_process"),
 ]
 
-CHROMIUM = "/usr/bin/chromium"
 HOSTILE_TITLE = 'Babbage <img src=x onerror="window.__xss = 1">'
 DOCUMENTS = [
     {
@@ -80,35 +76,6 @@ def drift_tenant() -> Tenant:
     make_tenant("someone else")
     _ingest_with_communities(tenant)
     return tenant
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Iterator[str]:
-    """daphne on a free port, on the session's Neo4j, Redis and test database."""
-    env = {**worker_env(), "VAR_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1"}
-    (tmp_path / "var").mkdir()
-    manage("collectstatic", "--noinput", "--verbosity", "0", env=env)  # whitenoise serves STATIC_ROOT
-    proc, base = start_web(env, tmp_path / "web.log")
-    try:
-        yield base
-    finally:
-        stop(proc)
-        log = (tmp_path / "web.log").read_text()
-        assert "Traceback" not in log, log
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def test_drift_page_streams_progress_answers_and_opens_cited_chunks(

@@ -1,0 +1,33 @@
+"""How the platform's Celery tasks run their work: a dependency outage (Neo4j, Redis, LLM) is retried
+with exponential backoff up to INGEST_MAX_RETRIES, then the work is failed; any other error fails it
+at once (logged). The task must be bound (`bind=True`) with `max_retries=None`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from celery import Task
+from django.conf import settings
+
+from core.errors import DependencyUnavailable
+
+logger = logging.getLogger(__name__)
+
+
+def run_with_retries(
+    task: Task, what: str, work: Callable[[], object], fail: Callable[[BaseException], None]
+) -> None:
+    """Run `work`; `what` names it in logs; `fail` records a failure (it gets the exception)."""
+    try:
+        work()
+    except DependencyUnavailable as exc:
+        if task.request.retries >= settings.INGEST_MAX_RETRIES:
+            fail(exc)
+            return
+        delay = min(settings.RETRY_BACKOFF_MAX_SEC, settings.INGEST_RETRY_BASE_SEC * 2**task.request.retries)
+        logger.warning("%s: %s unavailable, retry in %ss", what, exc.dependency, delay)
+        raise task.retry(exc=exc, countdown=delay) from exc
+    except Exception as exc:
+        logger.exception("%s failed", what)
+        fail(exc)
