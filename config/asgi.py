@@ -18,3 +18,11 @@ application = ProtocolTypeRouter(
         "websocket": OriginCheck(URLRouter(websocket_urlpatterns)),
     }
 )
+
+from core import heap  # noqa: E402
+from core.embeddings.base import warm_in_background  # noqa: E402
+
+# Django, DRF, Channels and the driver are loaded: keep them out of garbage collection, then load
+# the embedding model in the background (it freezes its own objects once loaded; core/heap.py)
+heap.freeze_long_lived()
+warm_in_background()

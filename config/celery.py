@@ -16,8 +16,9 @@ app.autodiscover_tasks()
 def _fresh_graph_driver(**_kwargs: object) -> None:
     """A forked pool process must not reuse the parent's Bolt sockets, and its share of the cores
     for the local embedder is the machine's cores divided by the pool size."""
-    from core import graph
+    from core import graph, heap
     from core.embeddings.local import configure_threads
 
     graph.reset_driver()
     configure_threads()
+    heap.freeze_long_lived()  # what the pool process inherited lives as long as it does

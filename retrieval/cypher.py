@@ -49,6 +49,18 @@ ORDER BY score DESC, chunk_id
 LIMIT $limit
 """
 
+# BM25 among a given set of chunks, the Lucene query already narrowed to their documents: `fetched`
+# tells the caller whether Lucene had more to give (it filled $fetch); the caller orders the hits.
+FULLTEXT_AMONG = """
+CALL db.index.fulltext.queryNodes('chunk_fulltext', $lucene, {limit: $fetch}) YIELD node, score
+WITH collect([node, score]) AS raw
+WITH size(raw) AS fetched,
+     [pair IN raw WHERE pair[0].project_id = $project_id AND pair[0].id IN $chunk_ids
+      AND ($document_ids IS NULL OR pair[0].document_id IN $document_ids)
+      | {chunk_id: pair[0].id, score: pair[1]}] AS hits
+RETURN fetched, hits
+"""
+
 # Exact cosine over a given set of chunks (DRIFT's community-scoped follow-ups): looked up by id.
 VECTOR_EXACT_IDS = """
 UNWIND $chunk_ids AS cid

@@ -189,12 +189,27 @@ class FulltextRetriever(Retriever):
             fetch *= 4
 
     def _among_chunks(self, terms: list[str], limit: int) -> list[Candidate]:
-        """BM25 restricted to the scope's chunk ids: the project's hits over-fetched by the set's share
-        of the project, then filtered to the set."""
+        """BM25 restricted to the scope's chunk ids.
+
+        When the scope names its chunks' documents (at most LUCENE_MAX_DOCUMENT_CLAUSES), Lucene
+        searches only those documents, and the fetch grows 4× only while Lucene filled it. Otherwise
+        the project's hits are over-fetched by the set's share of the project. Either way the hits
+        are then filtered to the set."""
         chunk_ids = self.scope.chunk_ids or []
-        text = lucene.chunk_query(terms, project_id=self.scope.project_id, document_ids=None)
+        documents = self.scope.document_ids
+        if documents is not None and len(documents) > LUCENE_MAX_DOCUMENT_CLAUSES:
+            documents = None
+        text = lucene.chunk_query(terms, project_id=self.scope.project_id, document_ids=documents)
         if not text or not chunk_ids:
             return []
+        if documents:
+            fetch = limit * 4
+            while True:
+                row = graph.read(cypher.FULLTEXT_AMONG, lucene=text, fetch=fetch, **self._params())[0]
+                if row["fetched"] < fetch or fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
+                    hits = sorted(row["hits"], key=lambda h: (-h["score"], h["chunk_id"]))
+                    return _candidates(hits[:limit])
+                fetch = min(fetch * 4, settings.RETRIEVAL_MAX_INDEX_CANDIDATES)
         project_size = scope_size(Scope(project_id=self.scope.project_id))[0]
         share = project_size / max(1, len(chunk_ids))
         fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, max(limit * 4, math.ceil(limit * share * 2)))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -7,6 +8,8 @@ from collections.abc import Sequence
 from django.conf import settings
 
 from core.errors import InvalidInput
+
+logger = logging.getLogger("core.embeddings")
 
 
 class Embedder(ABC):
@@ -38,6 +41,10 @@ class Embedder(ABC):
     def embed_one(self, text: str) -> list[float]:
         return self.embed([text])[0]
 
+    def warm(self) -> None:
+        """Load whatever the first call would (the local model); nothing for remote embedders."""
+        return None
+
     @abstractmethod
     def _embed_batch(self, texts: list[str]) -> list[list[float]]: ...
 
@@ -66,3 +73,18 @@ def get_embedder() -> Embedder:
         if key not in _cache:
             _cache[key] = make_embedder(provider=key[0], model=key[1], dimensions=key[2])
         return _cache[key]
+
+
+def warm_in_background() -> threading.Thread:
+    """Load the configured embedder on a daemon thread, so that a starting server answers at once
+    and its first search does not wait seconds for the model."""
+
+    def load() -> None:
+        try:
+            get_embedder().warm()
+        except Exception:  # the first real call reports the problem to its caller
+            logger.exception("embedder warm-up failed")
+
+    thread = threading.Thread(target=load, name="embedder-warm-up", daemon=True)
+    thread.start()
+    return thread

