@@ -32,8 +32,8 @@ from retrieval.drift.dto import (
 )
 from retrieval.drift.progress import Reporter
 from retrieval.drift.strategies import Strategy, strategy_for
-from retrieval.dto import Scope
-from retrieval.retrievers import FulltextRetriever, HybridRetriever, Query, VectorRetriever
+from retrieval.dto import Candidate, Scope
+from retrieval.retrievers import FulltextRetriever, HybridRetriever, Query, VectorRetriever, fuse
 
 logger = logging.getLogger("retrieval.drift")
 
@@ -289,6 +289,8 @@ def _round(
     low = 40 + 40 * (depth - 1) // max_depth
     span = 40 // max_depth
     texts = [f.search_text or f.question for f in followups]
+    # BM25 needs no vector: each follow-up's scoped fulltext search runs while the questions embed
+    lexical = [_pool.submit(contextvars.copy_context().run, _lexical, run, f) for f in followups]
     t = time.perf_counter()
     for f, vec in zip(followups, embedder.embed(texts), strict=True):
         f.vector = vec
@@ -301,15 +303,15 @@ def _round(
     )
     results: list[FollowupResult] = []
     limit = max(1, settings.DRIFT_CONCURRENCY)
-    queue = list(followups)
+    queue = list(zip(followups, lexical, strict=True))
     running: dict[Future[FollowupResult], Followup] = {}
     deadline: dict[Future[FollowupResult], float] = {}
     done_count = 0
     while queue or running:
         while queue and len(running) < limit:
-            f = queue.pop(0)
+            f, found_by_text = queue.pop(0)
             ctx = contextvars.copy_context()
-            future = _pool.submit(ctx.run, _followup, run, f)
+            future = _pool.submit(ctx.run, _followup, run, f, found_by_text)
             running[future] = f
             deadline[future] = time.monotonic() + settings.DRIFT_FOLLOWUP_TIMEOUT_SEC
         timeout = max(0.0, min(deadline[fu] for fu in running) - time.monotonic())
@@ -390,14 +392,26 @@ def _followup_scope(run: _Run, targets: list[str]) -> Scope:
     return Scope(project_id=run.project_id, chunk_ids=chunks, document_ids=documents)
 
 
-def _followup(run: _Run, followup: Followup) -> FollowupResult:
-    """Scoped retrieval (vector + fulltext over the target communities' chunks), neighbourhood
-    expansion, then the local answer."""
-    project_id = run.project_id
+def _lexical(run: _Run, followup: Followup) -> tuple[Scope, list[Candidate]]:
+    """A follow-up's scope and its fulltext candidates there (as deep as a hybrid search's)."""
     scope = _followup_scope(run, followup.targets)
+    q = Query(text=followup.search_text or followup.question, embed=lambda _t: [])
+    depth = max(settings.DRIFT_FOLLOWUP_CHUNKS, settings.RETRIEVAL_HYBRID_CANDIDATES)
+    return scope, FulltextRetriever(scope=scope).search(q, limit=depth)
+
+
+def _followup(
+    run: _Run, followup: Followup, lexical: Future[tuple[Scope, list[Candidate]]]
+) -> FollowupResult:
+    """Scoped retrieval (vector + the fulltext candidates found meanwhile, fused as a hybrid search
+    fuses them) over the target communities' chunks, neighbourhood expansion, then the local answer."""
+    project_id = run.project_id
+    scope, by_text = lexical.result()
     assert followup.vector is not None
     q = Query(text=followup.search_text or followup.question, embed=lambda _t: [], _vector=followup.vector)
-    found = HybridRetriever(scope=scope).search(q, limit=settings.DRIFT_FOLLOWUP_CHUNKS)
+    depth = max(settings.DRIFT_FOLLOWUP_CHUNKS, settings.RETRIEVAL_HYBRID_CANDIDATES)
+    by_vector = VectorRetriever(scope=scope).search(q, limit=depth)
+    found = fuse(by_vector, by_text)[: settings.DRIFT_FOLLOWUP_CHUNKS]
     score = {c.chunk_id: c.score for c in found}
     # texts, neighbourhoods and neighbour texts in one round trip
     infos, hoods, neighbour_infos = selectors.followup_context(project_id=project_id, chunk_ids=list(score))
