@@ -232,13 +232,18 @@ class HybridRetriever(Retriever):
         self.fulltext = FulltextRetriever(scope=scope)
 
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
-        depth = max(limit, settings.RETRIEVAL_HYBRID_CANDIDATES)
+        depth = hybrid_depth(limit)
         # embed first with every core, then run both index queries side by side in Neo4j
         query.vector()
         fulltext = _pool.submit(self.fulltext.search, query, limit=depth)
         by_vector = self.vector.search(query, limit=depth)
         by_text = fulltext.result()
         return fuse(by_vector, by_text)
+
+
+def hybrid_depth(limit: int) -> int:
+    """How many candidates each retriever gives a hybrid search of `limit` results."""
+    return max(limit, settings.RETRIEVAL_HYBRID_CANDIDATES)
 
 
 def fuse(by_vector: list[Candidate], by_text: list[Candidate]) -> list[Candidate]:

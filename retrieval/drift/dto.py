@@ -148,6 +148,11 @@ class Followup:
     search_text: str = ""  # what is embedded and searched; the question when empty
     vector: list[float] | None = None
 
+    @property
+    def text(self) -> str:
+        """What is embedded and searched."""
+        return self.search_text or self.question
+
 
 @dataclass
 class FollowupContext:

@@ -33,7 +33,14 @@ from retrieval.drift.dto import (
 from retrieval.drift.progress import Reporter
 from retrieval.drift.strategies import Strategy, strategy_for
 from retrieval.dto import Candidate, Scope
-from retrieval.retrievers import FulltextRetriever, HybridRetriever, Query, VectorRetriever, fuse
+from retrieval.retrievers import (
+    FulltextRetriever,
+    HybridRetriever,
+    Query,
+    VectorRetriever,
+    fuse,
+    hybrid_depth,
+)
 
 logger = logging.getLogger("retrieval.drift")
 
@@ -288,7 +295,7 @@ def _round(
     longer than DRIFT_FOLLOWUP_TIMEOUT_SEC is dropped with a warning, the others go on."""
     low = 40 + 40 * (depth - 1) // max_depth
     span = 40 // max_depth
-    texts = [f.search_text or f.question for f in followups]
+    texts = [f.text for f in followups]
     # BM25 needs no vector: each follow-up's scoped fulltext search runs while the questions embed
     lexical = [_pool.submit(contextvars.copy_context().run, _lexical, run, f) for f in followups]
     t = time.perf_counter()
@@ -395,9 +402,8 @@ def _followup_scope(run: _Run, targets: list[str]) -> Scope:
 def _lexical(run: _Run, followup: Followup) -> tuple[Scope, list[Candidate]]:
     """A follow-up's scope and its fulltext candidates there (as deep as a hybrid search's)."""
     scope = _followup_scope(run, followup.targets)
-    q = Query(text=followup.search_text or followup.question, embed=lambda _t: [])
-    depth = max(settings.DRIFT_FOLLOWUP_CHUNKS, settings.RETRIEVAL_HYBRID_CANDIDATES)
-    return scope, FulltextRetriever(scope=scope).search(q, limit=depth)
+    q = Query(text=followup.text, embed=lambda _t: [])
+    return scope, FulltextRetriever(scope=scope).search(q, limit=hybrid_depth(settings.DRIFT_FOLLOWUP_CHUNKS))
 
 
 def _followup(
@@ -408,9 +414,8 @@ def _followup(
     project_id = run.project_id
     scope, by_text = lexical.result()
     assert followup.vector is not None
-    q = Query(text=followup.search_text or followup.question, embed=lambda _t: [], _vector=followup.vector)
-    depth = max(settings.DRIFT_FOLLOWUP_CHUNKS, settings.RETRIEVAL_HYBRID_CANDIDATES)
-    by_vector = VectorRetriever(scope=scope).search(q, limit=depth)
+    q = Query(text=followup.text, embed=lambda _t: [], _vector=followup.vector)
+    by_vector = VectorRetriever(scope=scope).search(q, limit=hybrid_depth(settings.DRIFT_FOLLOWUP_CHUNKS))
     found = fuse(by_vector, by_text)[: settings.DRIFT_FOLLOWUP_CHUNKS]
     score = {c.chunk_id: c.score for c in found}
     # texts, neighbourhoods and neighbour texts in one round trip

@@ -291,7 +291,7 @@ class ExtractiveStrategy(Strategy):
         )
 
     def local(self, query: str, followup: Followup, context: FollowupContext) -> FollowupResult:
-        wanted = _terms(query) | _terms(followup.search_text or followup.question)
+        wanted = _terms(query) | _terms(followup.text)
         best = _best_sentences(wanted, context.chunks, 2)
         cited = [
             {"chunk_id": s.chunk.chunk_id, "span": s.text, "document_name": s.chunk.document_name}
