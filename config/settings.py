@@ -282,6 +282,8 @@ RETRIEVAL_HYBRID_FUSION = env.str("RETRIEVAL_HYBRID_FUSION", default="linear")
 RETRIEVAL_HYBRID_ALPHA = env.float("RETRIEVAL_HYBRID_ALPHA", default=0.5)
 RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
 RETRIEVAL_HYBRID_CANDIDATES = env.int("RETRIEVAL_HYBRID_CANDIDATES", default=30)  # per retriever
+# one round of pseudo-relevance feedback from hybrid's best hit (retrieval.retrievers.HybridRetriever)
+RETRIEVAL_HYBRID_FEEDBACK = env.bool("RETRIEVAL_HYBRID_FEEDBACK", default=True)
 # hybrid_graph: weight of the entity-graph score next to the hybrid score
 RETRIEVAL_GRAPH_WEIGHT = env.float("RETRIEVAL_GRAPH_WEIGHT", default=0.3)
 # Enrichment profiles: procedures they may CALL (none by default) and their transaction timeout
@@ -292,6 +294,10 @@ RETRIEVAL_MAX_QUERY_TERMS = 64  # fulltext terms kept from a query
 RETRIEVAL_SIZE_CACHE_SEC = 30.0  # how long a project's chunk count is reused to pick exact vs index
 RETRIEVAL_FILTER_MAX_DOCUMENTS = 100_000  # filters matching more documents answer 400
 RETRIEVAL_GRAPH_SEEDS = 10  # hybrid hits whose entities are expanded
+RETRIEVAL_FEEDBACK_KEEP = 2  # first-round hits that keep their places
+RETRIEVAL_FEEDBACK_VECTOR_WEIGHT = 0.5  # the best hit's embedding, added to the query vector
+RETRIEVAL_FEEDBACK_TERMS = 64  # distinct words of the best hit added to the fulltext query
+RETRIEVAL_FEEDBACK_TERM_BOOST = 0.3  # Lucene boost of those words
 RETRIEVAL_GRAPH_KEEP = 2  # best hybrid hits that keep their places in hybrid_graph
 RETRIEVAL_GRAPH_MAX_MENTIONS = 50  # entities in more chunks than this are hubs and not followed
 RETRIEVAL_GRAPH_MAX_RELATED = 10  # related entities followed per entity

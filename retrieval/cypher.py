@@ -38,6 +38,13 @@ ORDER BY score DESC, chunk_id
 LIMIT $limit
 """
 
+# The best hit of hybrid's first round, whose text and embedding feed the second round.
+FEEDBACK_SOURCE = """
+MATCH (node:Chunk {id: $chunk_id})
+WHERE node.project_id = $project_id
+RETURN node.text AS text, node.embedding AS embedding
+"""
+
 # $lucene carries the project (and document) clauses; the WHERE repeats them as a second guard.
 FULLTEXT = """
 CALL db.index.fulltext.queryNodes('chunk_fulltext', $lucene, {limit: $fetch}) YIELD node, score

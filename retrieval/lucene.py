@@ -84,12 +84,22 @@ def _phrase(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def chunk_query(terms: list[str], *, project_id: str, document_ids: list[str] | None = None) -> str:
-    """`text:(t1 OR t2 …) AND project_id:"…"^0 [AND document_id:("…" OR …)^0]`; empty without terms."""
-    if not terms:
+def chunk_query(
+    terms: list[str],
+    *,
+    project_id: str,
+    document_ids: list[str] | None = None,
+    expansion: list[str] | None = None,
+    expansion_boost: float = 1.0,
+) -> str:
+    """`text:(t1 OR t2 … [OR e1^b …]) AND project_id:"…"^0 [AND document_id:("…" OR …)^0]`; empty
+    without terms. `expansion` terms (already tokens) are added with boost `expansion_boost`."""
+    clauses = [escape(t) for t in terms]
+    clauses += [f"{escape(t)}^{expansion_boost:g}" for t in expansion or [] if t not in terms]
+    if not clauses:
         return ""
     parts = [
-        "text:(" + " OR ".join(escape(t) for t in terms) + ")",
+        "text:(" + " OR ".join(clauses) + ")",
         f"project_id:{_phrase(project_id)}^0",
     ]
     if document_ids:

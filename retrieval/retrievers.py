@@ -37,6 +37,8 @@ class Query:
     text: str
     embed: Callable[[str], list[float]]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # extra fulltext terms, searched at RETRIEVAL_FEEDBACK_TERM_BOOST (hybrid's feedback round)
+    expansion: list[str] = field(default_factory=list)
     _vector: list[float] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -176,7 +178,11 @@ class FulltextRetriever(Retriever):
             return self._among_chunks(terms, limit)
         in_lucene = ids is None or len(ids) <= LUCENE_MAX_DOCUMENT_CLAUSES
         text = lucene.chunk_query(
-            terms, project_id=self.scope.project_id, document_ids=ids if in_lucene else None
+            terms,
+            project_id=self.scope.project_id,
+            document_ids=ids if in_lucene else None,
+            expansion=query.expansion,
+            expansion_boost=settings.RETRIEVAL_FEEDBACK_TERM_BOOST,
         )
         if not text:
             return []
@@ -218,10 +224,18 @@ class FulltextRetriever(Retriever):
 
 
 class HybridRetriever(Retriever):
-    """Vector and fulltext candidates fused (RETRIEVAL_HYBRID_FUSION: `linear` or `rrf`).
+    """Vector and fulltext candidates fused (RETRIEVAL_HYBRID_FUSION: `linear` or `rrf`), then one
+    round of pseudo-relevance feedback (RETRIEVAL_HYBRID_FEEDBACK).
 
     The query is embedded first (the embedder uses every core); then the fulltext query runs on a
     worker thread while the vector query runs on this one.
+
+    Feedback: the best hit often names what a multi-hop question asks about next (the film, the
+    band, the city). Its embedding is added to the query vector (× RETRIEVAL_FEEDBACK_VECTOR_WEIGHT)
+    and its words to the fulltext query (boost RETRIEVAL_FEEDBACK_TERM_BOOST, Lucene's idf weighs
+    them), and both indexes are searched again. The first round's best RETRIEVAL_FEEDBACK_KEEP hits
+    keep their places; the second round ranks the rest, its scores scaled to rank below them. On
+    hotpotqa-100 this lifts recall@5 from 82.5 to 86 and leaves recall@2 as it was (bench/results).
     """
 
     name = "hybrid"
@@ -235,10 +249,50 @@ class HybridRetriever(Retriever):
         depth = hybrid_depth(limit)
         # embed first with every core, then run both index queries side by side in Neo4j
         query.vector()
+        first = self._round(query, depth)
+        keep = settings.RETRIEVAL_FEEDBACK_KEEP
+        if not settings.RETRIEVAL_HYBRID_FEEDBACK or limit <= keep or len(first) <= keep:
+            return first
+        started = time.perf_counter()
+        second = self._feedback(query, first[0], depth)
+        query.timings_ms["feedback"] = (time.perf_counter() - started) * 1000
+        return first if second is None else pin(first[:keep], second)
+
+    def _round(self, query: Query, depth: int) -> list[Candidate]:
         fulltext = _pool.submit(self.fulltext.search, query, limit=depth)
         by_vector = self.vector.search(query, limit=depth)
-        by_text = fulltext.result()
-        return fuse(by_vector, by_text)
+        return fuse(by_vector, fulltext.result())
+
+    def _feedback(self, query: Query, best: Candidate, depth: int) -> list[Candidate] | None:
+        rows = graph.read(cypher.FEEDBACK_SOURCE, chunk_id=best.chunk_id, project_id=self.scope.project_id)
+        if not rows:  # deleted between the two queries
+            return None
+        vector = query.vector()
+        embedding = rows[0]["embedding"]
+        if embedding is not None and len(embedding) == len(vector):
+            weight = settings.RETRIEVAL_FEEDBACK_VECTOR_WEIGHT
+            vector = _unit([q + weight * float(e) for q, e in zip(vector, embedding, strict=True)])
+        own = set(lucene.query_terms(query.text, max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS))
+        words = lucene.query_terms(str(rows[0]["text"] or ""), max_terms=settings.RETRIEVAL_FEEDBACK_TERMS)
+        second = Query(text=query.text, embed=query.embed, expansion=[w for w in words if w not in own])
+        second._vector = vector
+        return self._round(second, depth)
+
+
+def _unit(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def pin(kept: list[Candidate], ranked: list[Candidate]) -> list[Candidate]:
+    """`kept` in its order, then the rest of `ranked`; their scores are scaled so that none ranks
+    above the last kept hit."""
+    ids = {c.chunk_id for c in kept}
+    rest = [c for c in ranked if c.chunk_id not in ids]
+    if not kept or not rest or rest[0].score <= kept[-1].score:
+        return [*kept, *rest]
+    scale = kept[-1].score / rest[0].score if rest[0].score > 0 else 0.0
+    return [*kept, *(Candidate(chunk_id=c.chunk_id, score=c.score * scale) for c in rest)]
 
 
 def hybrid_depth(limit: int) -> int:

@@ -67,3 +67,25 @@ def test_linear_fusion_checks_its_arguments() -> None:
         fusion.linear([[]], weights=[0.5, 0.5])
     with pytest.raises(ValueError):
         fusion.linear([[]], weights=[1.0], normalise="zscore")
+
+
+def test_expansion_terms_are_boosted_escaped_and_not_repeated() -> None:
+    query = lucene.chunk_query(
+        ["ada"], project_id="p", expansion=["ada", "c++", "engine"], expansion_boost=0.3
+    )
+    assert query == 'text:(ada OR c\\+\\+^0.3 OR engine^0.3) AND project_id:"p"^0'
+    # feedback words alone still make a query
+    assert lucene.chunk_query([], project_id="p", expansion=["x"]) == 'text:(x^1) AND project_id:"p"^0'
+
+
+def test_pin_keeps_the_first_hits_and_ranks_the_rest_below_them() -> None:
+    from retrieval.retrievers import pin
+
+    kept = _c(("a", 0.9), ("b", 0.6))
+    pinned = pin(kept, _c(("c", 1.0), ("a", 0.95), ("d", 0.5)))
+    assert [c.chunk_id for c in pinned] == ["a", "b", "c", "d"]
+    scores = [c.score for c in pinned]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[2] == pytest.approx(0.6) and scores[3] == pytest.approx(0.3)
+    # already below: unchanged
+    assert pin(kept, _c(("e", 0.2))) == [*kept, Candidate("e", 0.2)]
