@@ -34,7 +34,7 @@ from bench.ingestion import _issue_key, _post_all, load_corpus
 from bench.startup import PlatformRun, _row
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "hotpotqa-100"
-MODES = ["vector", "fulltext", "hybrid", "hybrid_graph"]
+MODES = ["vector", "fulltext", "hybrid"]
 LATENCY_PROJECTS = 20
 CHUNKS_PER_PROJECT = 5000
 CHUNKS_PER_DOCUMENT = 50
@@ -450,7 +450,7 @@ def run() -> dict[str, Any]:
         )
     for mode in MODES:
         ours = latency["api"][mode]
-        theirs = latency["peer_direct"].get(mode if mode != "hybrid_graph" else "hybrid", {})
+        theirs = latency["peer_direct"].get(mode, {})
         rows.append(
             _row(
                 f"search p95 {mode}, 100k chunks, HTTP",

@@ -284,8 +284,6 @@ RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
 RETRIEVAL_HYBRID_CANDIDATES = env.int("RETRIEVAL_HYBRID_CANDIDATES", default=30)  # per retriever
 # one round of pseudo-relevance feedback from hybrid's best hit (retrieval.retrievers.HybridRetriever)
 RETRIEVAL_HYBRID_FEEDBACK = env.bool("RETRIEVAL_HYBRID_FEEDBACK", default=True)
-# hybrid_graph: weight of the entity-graph score next to the hybrid score
-RETRIEVAL_GRAPH_WEIGHT = env.float("RETRIEVAL_GRAPH_WEIGHT", default=0.3)
 # Enrichment profiles: procedures they may CALL (none by default) and their transaction timeout
 RETRIEVAL_PROFILE_PROCEDURES = env.list("RETRIEVAL_PROFILE_PROCEDURES", default=[])
 RETRIEVAL_PROFILE_TIMEOUT_SEC = env.float("RETRIEVAL_PROFILE_TIMEOUT_SEC", default=5.0)
@@ -293,17 +291,10 @@ RETRIEVAL_PROFILE_TIMEOUT_SEC = env.float("RETRIEVAL_PROFILE_TIMEOUT_SEC", defau
 RETRIEVAL_MAX_QUERY_TERMS = 64  # fulltext terms kept from a query
 RETRIEVAL_SIZE_CACHE_SEC = 30.0  # how long a project's chunk count is reused to pick exact vs index
 RETRIEVAL_FILTER_MAX_DOCUMENTS = 100_000  # filters matching more documents answer 400
-RETRIEVAL_GRAPH_SEEDS = 10  # hybrid hits whose entities are expanded
 RETRIEVAL_FEEDBACK_KEEP = 2  # first-round hits that keep their places
 RETRIEVAL_FEEDBACK_VECTOR_WEIGHT = 0.5  # the best hit's embedding, added to the query vector
-RETRIEVAL_FEEDBACK_TERMS = 64  # distinct words of the best hit added to the fulltext query
+RETRIEVAL_FEEDBACK_TERMS = 32  # distinct words of the best hit added to the fulltext query
 RETRIEVAL_FEEDBACK_TERM_BOOST = 0.3  # Lucene boost of those words
-RETRIEVAL_GRAPH_KEEP = 2  # best hybrid hits that keep their places in hybrid_graph
-RETRIEVAL_GRAPH_MAX_MENTIONS = 50  # entities in more chunks than this are hubs and not followed
-RETRIEVAL_GRAPH_MAX_RELATED = 10  # related entities followed per entity
-# a RELATED entity's link counts this much of a shared one; 0: off (on hotpotqa-100 the extractive
-# co-occurrence relations added noise: recall@5 83.5 at 0, 82.5 at 0.5)
-RETRIEVAL_GRAPH_RELATED_WEIGHT = 0.0
 
 # --- DRIFT search (POST /retrieve, seed 002) -----------------------------------------------------------
 DRIFT_TOP_K = env.int("DRIFT_TOP_K", default=5)  # primer communities when the request gives no top_k

@@ -89,31 +89,6 @@ RETURN d.id AS id
 LIMIT $limit
 """
 
-# Chunks that share entities (or directly related entities) with the seed chunks. An entity
-# contributes in inverse proportion to how many chunks mention it, so hubs do not dominate.
-GRAPH_EXPANSION = """
-UNWIND $seeds AS seed
-MATCH (s:Chunk {id: seed.chunk_id})-[:HAS_ENTITY]->(e:Entity)
-WHERE s.project_id = $project_id
-WITH seed, e, COUNT { (e)<-[:HAS_ENTITY]-(:Chunk) } AS mentions
-WHERE mentions <= $max_mentions
-CALL (e) {
-  RETURN e AS via, 1.0 AS hop
-  UNION
-  MATCH (e)-[r:RELATED]-(n:Entity)
-  WHERE $related_weight > 0
-  WITH n, r ORDER BY r.weight DESC LIMIT $max_related
-  RETURN n AS via, $related_weight AS hop
-}
-MATCH (via)<-[:HAS_ENTITY]-(o:Chunk)
-WHERE o.project_id = $project_id AND o.id <> seed.chunk_id
-  AND ($document_ids IS NULL OR o.document_id IN $document_ids)
-WITH o, seed, sum(hop / log(2.0 + mentions)) AS link
-RETURN o.id AS chunk_id, sum(seed.score * link) AS score
-ORDER BY score DESC, chunk_id
-LIMIT $limit
-"""
-
 HITS_HYDRATE = """
 UNWIND $hits AS hit
 MATCH (node:Chunk {id: hit.chunk_id})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES = ("vector", "fulltext", "hybrid", "hybrid_graph")
+MODES = ("vector", "fulltext", "hybrid")
 
 
 @dataclass(frozen=True)

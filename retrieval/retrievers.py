@@ -1,4 +1,4 @@
-"""Retrievers: one base class; vector, fulltext, hybrid and graph-expanded hybrid search.
+"""Retrievers: one base class; vector, fulltext and hybrid search.
 
 A retriever ranks chunk ids within a `Scope` (a project, optionally some of its documents) and
 returns `Candidate`s; turning candidates into items (text, document, profile columns) is the
@@ -307,53 +307,6 @@ def fuse(by_vector: list[Candidate], by_text: list[Candidate]) -> list[Candidate
     return fusion.linear([by_vector, by_text], weights=[alpha, 1 - alpha], normalise="minmax")
 
 
-class HybridGraphRetriever(Retriever):
-    """Hybrid hits expanded through the entity graph and re-ranked.
-
-    The best hybrid hits (RETRIEVAL_GRAPH_SEEDS) are seeds: chunks that mention the same entities
-    (or entities directly RELATED to them) gain a link score, Σ seed score / log(2 + chunks mentioning
-    the entity), so hubs count little. The top RETRIEVAL_GRAPH_KEEP hybrid hits keep their places; the
-    rest are ranked by hybrid score (scaled to [0, 1]) + RETRIEVAL_GRAPH_WEIGHT × link score (scaled
-    to [0, 1]). On hotpotqa-100 this lifts recall@5 while leaving recall@2 as it was (bench/results).
-    """
-
-    name = "hybrid_graph"
-
-    def __init__(self, *, scope: Scope) -> None:
-        super().__init__(scope=scope)
-        self.hybrid = HybridRetriever(scope=scope)
-
-    def _search(self, query: Query, *, limit: int) -> list[Candidate]:
-        ranked = self.hybrid.search(query, limit=max(limit, settings.RETRIEVAL_HYBRID_CANDIDATES))
-        if not ranked:
-            return []
-        top = ranked[0].score or 1.0
-        hybrid = {c.chunk_id: c.score / top for c in ranked}
-        rows = graph.read(
-            cypher.GRAPH_EXPANSION,
-            seeds=[
-                {"chunk_id": c.chunk_id, "score": hybrid[c.chunk_id]}
-                for c in ranked[: settings.RETRIEVAL_GRAPH_SEEDS]
-            ],
-            max_mentions=settings.RETRIEVAL_GRAPH_MAX_MENTIONS,
-            max_related=settings.RETRIEVAL_GRAPH_MAX_RELATED,
-            related_weight=settings.RETRIEVAL_GRAPH_RELATED_WEIGHT,
-            limit=max(limit * 4, 50),
-            **self._params(),
-        )
-        links = {str(r["chunk_id"]): float(r["score"]) for r in rows}
-        kept = ranked[: settings.RETRIEVAL_GRAPH_KEEP]
-        strongest = max(links.values(), default=0.0) or 1.0
-        weight = settings.RETRIEVAL_GRAPH_WEIGHT
-        rest = dict(hybrid)
-        for cid, link in links.items():
-            rest[cid] = rest.get(cid, 0.0) + weight * link / strongest
-        for cand in kept:
-            rest.pop(cand.chunk_id, None)
-        reranked = fusion.ordered(rest)
-        return [*kept, *reranked]
-
-
 RETRIEVERS: dict[str, type[Retriever]] = {
-    r.name: r for r in (VectorRetriever, FulltextRetriever, HybridRetriever, HybridGraphRetriever)
+    r.name: r for r in (VectorRetriever, FulltextRetriever, HybridRetriever)
 }

@@ -73,7 +73,7 @@ def test_bad_input_is_400_with_the_field(corpus: Tenant, body: dict, field: str)
         "🙂 ∑ ∂ 東京",
     ],
 )
-@pytest.mark.parametrize("mode", ["vector", "fulltext", "hybrid", "hybrid_graph"])
+@pytest.mark.parametrize("mode", ["vector", "fulltext", "hybrid"])
 def test_hostile_query_text_is_only_text(corpus: Tenant, query: str, mode: str) -> None:
     before = node_count()
     response = search(corpus.client(corpus.read_key), corpus.project.id, query=query, mode=mode, top_k=5)

@@ -27,8 +27,8 @@ BRIDGE = [
     DocumentInput(
         title="Charmed",
         text=(
-            "Charmed premiered on The WB in October 1998 and ran for eight seasons; Aaron Spelling "
-            "produced the story of three witch sisters in San Francisco."
+            "Charmed is a fantasy drama about the Halliwell sisters, three witches in San Francisco. "
+            "It premiered on The WB in October 1998 and ran for eight seasons."
         ),
         source_path="shows/charmed.md",
     ),

@@ -9,7 +9,7 @@ from pydantic import Field
 from knowledge_platform_client._models import ApiModel
 from knowledge_platform_client.http import AsyncPlatformClient
 
-SearchMode = Literal["vector", "fulltext", "hybrid", "hybrid_graph"]
+SearchMode = Literal["vector", "fulltext", "hybrid"]
 
 
 class ProjectInfo(ApiModel):
