@@ -53,6 +53,12 @@ class SearchInputSerializer(StrictSerializer):
     profile = serializers.SlugField(max_length=64, required=False, allow_null=True)
     filters = FiltersSerializer(required=False)
     include_context = serializers.BooleanField(default=False)
+    feedback = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("feedback") is not None and attrs.get("mode", "hybrid") != "hybrid":
+            raise serializers.ValidationError({"feedback": "applies to mode hybrid only"})
+        return attrs
 
     def validate_query(self, value: str) -> str:
         if len(value) > settings.RETRIEVAL_MAX_QUERY_CHARS:
@@ -101,6 +107,7 @@ class SearchApi(ProjectApi):
             ),
             profile_name=data.get("profile"),
             include_context=data["include_context"],
+            feedback=data.get("feedback"),
         )
         body = SearchOutputSerializer(result).data
         if result.context is None:

@@ -240,10 +240,11 @@ class HybridRetriever(Retriever):
 
     name = "hybrid"
 
-    def __init__(self, *, scope: Scope) -> None:
+    def __init__(self, *, scope: Scope, feedback: bool | None = None) -> None:
         super().__init__(scope=scope)
         self.vector = VectorRetriever(scope=scope)
         self.fulltext = FulltextRetriever(scope=scope)
+        self.feedback = settings.RETRIEVAL_HYBRID_FEEDBACK if feedback is None else feedback
 
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
         depth = hybrid_depth(limit)
@@ -251,7 +252,7 @@ class HybridRetriever(Retriever):
         query.vector()
         first = self._round(query, depth)
         keep = settings.RETRIEVAL_FEEDBACK_KEEP
-        if not settings.RETRIEVAL_HYBRID_FEEDBACK or limit <= keep or len(first) <= keep:
+        if not self.feedback or limit <= keep or len(first) <= keep:
             return first
         started = time.perf_counter()
         second = self._feedback(query, first[0], depth)

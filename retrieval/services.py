@@ -20,7 +20,7 @@ from knowledge.pipeline.parsing import standardise_source_path
 from retrieval import cypher, profiles
 from retrieval.dto import Candidate, Scope, SearchFilters, SearchItem, SearchResult
 from retrieval.models import RetrievalProfile, RetrievalProfileVersion
-from retrieval.retrievers import RETRIEVERS, Query
+from retrieval.retrievers import RETRIEVERS, HybridRetriever, Query
 from retrieval.selectors import profile_get
 
 
@@ -125,7 +125,9 @@ def search_run(
     filters: SearchFilters | None = None,
     profile_name: str | None = None,
     include_context: bool = False,
+    feedback: bool | None = None,
 ) -> SearchResult:
+    """`feedback` turns hybrid's feedback round on or off for this search (None: the setting)."""
     started = time.perf_counter()
     if mode not in RETRIEVERS:
         raise InvalidInput(f"unknown mode {mode!r}", details={"field": "mode", "modes": sorted(RETRIEVERS)})
@@ -137,7 +139,12 @@ def search_run(
     scope = _scope(project_id, filters or SearchFilters())
     ranked: list[Candidate] = []
     if scope is not None:
-        ranked = RETRIEVERS[mode](scope=scope).search(q, limit=top_k)
+        retriever = (
+            HybridRetriever(scope=scope, feedback=feedback)
+            if mode == "hybrid"
+            else RETRIEVERS[mode](scope=scope)
+        )
+        ranked = retriever.search(q, limit=top_k)
     enrich_started = time.perf_counter()
     items = _enrich(project_id, ranked, profile)[:top_k]
     q.timings_ms["enrichment"] = (time.perf_counter() - enrich_started) * 1000

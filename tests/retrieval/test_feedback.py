@@ -103,3 +103,27 @@ def test_the_second_round_stays_in_the_filter_and_the_project(bridge) -> None:  
     found = _names(alone, top_k=10)
     assert "Charmed" not in found
     assert found[0] == "Drew Fuller"
+
+
+def test_a_request_turns_the_feedback_round_off_or_on(bridge, settings) -> None:  # type: ignore[no-untyped-def]
+    tenant, _ids = bridge
+    client = tenant.client(tenant.read_key)
+    off = search(client, tenant.project.id, query=QUESTION, mode="hybrid", top_k=3, feedback=False).json()
+    assert "feedback" not in off["timings_ms"]
+    assert "Charmed" not in [i["document_name"] for i in off["items"]]
+    settings.RETRIEVAL_HYBRID_FEEDBACK = False
+    on = search(client, tenant.project.id, query=QUESTION, mode="hybrid", top_k=3, feedback=True).json()
+    assert "feedback" in on["timings_ms"]
+    assert "Charmed" in [i["document_name"] for i in on["items"]]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"mode": "vector", "feedback": True}, {"mode": "fulltext", "feedback": False}, {"feedback": "maybe"}],
+)
+def test_feedback_is_validated(bridge, body: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    tenant, _ids = bridge
+    response = search(tenant.client(tenant.read_key), tenant.project.id, query=QUESTION, **body)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert "feedback" in str(response.json())
