@@ -94,8 +94,9 @@ def chunk_query(
 ) -> str:
     """`text:(t1 OR t2 … [OR e1^b …]) AND project_id:"…"^0 [AND document_id:("…" OR …)^0]`; empty
     without terms. `expansion` terms (already tokens) are added with boost `expansion_boost`."""
+    own = set(terms)
     clauses = [escape(t) for t in terms]
-    clauses += [f"{escape(t)}^{expansion_boost:g}" for t in expansion or [] if t not in terms]
+    clauses += [f"{escape(t)}^{expansion_boost:g}" for t in expansion or [] if t not in own]
     if not clauses:
         return ""
     parts = [

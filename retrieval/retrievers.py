@@ -273,11 +273,9 @@ class HybridRetriever(Retriever):
         if embedding is not None and len(embedding) == len(vector):
             weight = settings.RETRIEVAL_FEEDBACK_VECTOR_WEIGHT
             vector = _unit([q + weight * float(e) for q, e in zip(vector, embedding, strict=True)])
-        own = set(lucene.query_terms(query.text, max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS))
+        # words the query already has are dropped by lucene.chunk_query
         words = lucene.query_terms(str(rows[0]["text"] or ""), max_terms=settings.RETRIEVAL_FEEDBACK_TERMS)
-        second = Query(text=query.text, embed=query.embed, expansion=[w for w in words if w not in own])
-        second._vector = vector
-        return self._round(second, depth)
+        return self._round(Query(text=query.text, embed=query.embed, expansion=words, _vector=vector), depth)
 
 
 def _unit(vector: list[float]) -> list[float]:
