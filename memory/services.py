@@ -16,6 +16,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from neo4j import ManagedTransaction
+from neo4j.exceptions import ClientError
+from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from core import graph
 from core.embeddings import get_embedder
@@ -162,18 +164,14 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
         }
         for p, m in keep
     ]
-    result = graph.write(
-        cypher.STORE,
-        project_id=project_id,
-        conversation_key=conversation_key(scope),
-        conversation_id=str(uuid.uuid4()),
-        scope_tokens=node_tokens(project_id, scope),
-        accessibility=project.default_accessibility,
-        anonymize=project.default_anonymize,
-        retention_days=project.default_retention_days,
-        rows=rows,
-        **scope.params(),
-    )[0]
+    # A forget running at the same moment may delete the conversation the MERGE has just matched
+    # (Neo4j: EntityNotFound). Nothing of the attempt was written; the next one starts a new
+    # conversation.
+    for attempt in Retrying(
+        stop=stop_after_attempt(3), retry=retry_if_exception(_conversation_vanished), reraise=True
+    ):
+        with attempt:
+            result = _store_rows(project_id, scope, project, rows)
     positions = [p for p, _m in keep]
     stored = [
         {"id": s["id"], "index": positions[i], "seq": s["seq"], "role": rows[i]["role"]}
@@ -185,6 +183,27 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
     return StoreResult(
         conversation_id=result["conversation_id"], stored=stored, skipped=skipped, job_id=job_id
     )
+
+
+def _conversation_vanished(exc: BaseException) -> bool:
+    return isinstance(exc, ClientError) and exc.code == "Neo.ClientError.Statement.EntityNotFound"
+
+
+def _store_rows(
+    project_id: str, scope: Scope, project: Project, rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return graph.write(
+        cypher.STORE,
+        project_id=project_id,
+        conversation_key=conversation_key(scope),
+        conversation_id=str(uuid.uuid4()),
+        scope_tokens=node_tokens(project_id, scope),
+        accessibility=project.default_accessibility,
+        anonymize=project.default_anonymize,
+        retention_days=project.default_retention_days,
+        rows=rows,
+        **scope.params(),
+    )[0]
 
 
 def _queue_processing(project_id: str, memory_ids: list[str]) -> str:

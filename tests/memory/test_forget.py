@@ -4,6 +4,7 @@ the audit record holds no erased text."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -193,6 +194,8 @@ def test_forget_while_storing_concurrently_leaves_nothing_written_before_it() ->
     stop = threading.Event()
     started = threading.Event()
 
+    failures: list[Any] = []
+
     def writer() -> None:
         own = tenant.client(tenant.write_key)
         i = 0
@@ -201,7 +204,9 @@ def test_forget_while_storing_concurrently_leaves_nothing_written_before_it() ->
                 body = store(
                     own, pid, [user(f"A says {i}"), assistant(f"ok {i}")], user_id="A", thread_id=f"a{i % 3}"
                 )
-                assert body.status_code == 201
+                if body.status_code != 201:  # a store racing the forget must still succeed
+                    failures.append((body.status_code, body.json()))
+                    return
                 done_before.extend(s["id"] for s in body.json()["stored"])
                 i += 1
                 started.set()
@@ -215,6 +220,7 @@ def test_forget_while_storing_concurrently_leaves_nothing_written_before_it() ->
     response = forget(client, pid, user_id="A")
     stop.set()
     thread.join(60)
+    assert failures == []
     assert response.status_code == 200
     survivors = {
         r["id"]
