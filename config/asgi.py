@@ -2,10 +2,18 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_asgi_app = get_asgi_application()
+wsgi_app = get_wsgi_application()
+
+from django.conf import settings  # noqa: E402
+
+from core.http_threads import WsgiOnThreads  # noqa: E402
+
+# HTTP: Django's WSGI handler on a pool of threads (core/http_threads.py says why not Django's
+# ASGI handler); websockets: Channels.
+http_app = WsgiOnThreads(wsgi_app, threads=settings.WEB_THREADS, max_body_bytes=settings.API_MAX_BODY_BYTES)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
@@ -14,7 +22,7 @@ from core.ws_auth import OriginCheck  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         "websocket": OriginCheck(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -86,6 +86,12 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # database is a file too, so a real Celery worker process can see what a test committed.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+# HTTP requests run on a fixed pool of WEB_THREADS threads (core/http_threads.py), each keeping its
+# SQL connection for DB_CONN_MAX_AGE seconds (0: a new connection per request).
+for _db in DATABASES.values():
+    _db["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=300)
+    _db["CONN_HEALTH_CHECKS"] = True
+WEB_THREADS = env.int("WEB_THREADS", default=16)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"

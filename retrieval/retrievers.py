@@ -227,8 +227,8 @@ class HybridRetriever(Retriever):
     """Vector and fulltext candidates fused (RETRIEVAL_HYBRID_FUSION: `linear` or `rrf`), then one
     round of pseudo-relevance feedback (RETRIEVAL_HYBRID_FEEDBACK).
 
-    The query is embedded first (the embedder uses every core); then the fulltext query runs on a
-    worker thread while the vector query runs on this one.
+    The fulltext query runs on a worker thread while this one embeds the query and runs the vector
+    query; the feedback round runs its two queries side by side the same way.
 
     Feedback: the best hit often names what a multi-hop question asks about next (the film, the
     band, the city). Its embedding is added to the query vector (× RETRIEVAL_FEEDBACK_VECTOR_WEIGHT)
@@ -248,9 +248,9 @@ class HybridRetriever(Retriever):
 
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
         depth = hybrid_depth(limit)
-        # embed first with every core, then run both index queries side by side in Neo4j
-        query.vector()
-        first = self._round(query, depth)
+        # the fulltext query needs no vector: Neo4j runs it while the query is embedded
+        fulltext = _pool.submit(self.fulltext.search, query, limit=depth)
+        first = fuse(self.vector.search(query, limit=depth), fulltext.result())
         keep = settings.RETRIEVAL_FEEDBACK_KEEP
         if not self.feedback or limit <= keep or len(first) <= keep:
             return first

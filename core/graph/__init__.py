@@ -1,8 +1,8 @@
 """The one shared Neo4j driver, used by neomodel and by the apps' parameterised Cypher.
 
-Reads go through `read()`, writes through `write()` or `write_tx()`; both translate a lost or
-unreachable server into `DependencyUnavailable` (HTTP 503) so callers never see a driver traceback.
-The driver reconnects by itself when the server comes back.
+Reads go through `read()` (auto-commit, read-only), writes through `write()` or `write_tx()`; all
+translate a lost or unreachable server into `DependencyUnavailable` (HTTP 503) so callers never see
+a driver traceback. The driver reconnects by itself when the server comes back.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 import neo4j
 from django.conf import settings
 from neo4j import Driver, GraphDatabase, ManagedTransaction, RoutingControl
-from neo4j.exceptions import ServiceUnavailable, SessionExpired
+from neo4j.exceptions import DriverError, Neo4jError, ServiceUnavailable, SessionExpired
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from core.errors import DependencyUnavailable
 
@@ -94,12 +95,38 @@ def translate_errors() -> Iterator[None]:
         raise DependencyUnavailable("neo4j", str(exc) or exc.__class__.__name__) from exc
 
 
+def _is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, Neo4jError | DriverError) and exc.is_retryable()
+
+
+def _auto_read(query: str, params: dict[str, Any]) -> list[neo4j.Record]:
+    """One read-only auto-commit transaction: RUN and PULL in one round trip, where the managed
+    transaction of `execute_query` adds BEGIN and COMMIT (~0.5 ms of a 1 ms query). Retried like a
+    managed transaction on errors the driver calls retryable, for at most NEO4J_CONNECTION_TIMEOUT_SEC;
+    the driver's bookmark manager keeps it causally after `write()`s."""
+    driver = get_driver()
+    for attempt in Retrying(
+        retry=retry_if_exception(_is_retryable),
+        stop=stop_after_delay(settings.NEO4J_CONNECTION_TIMEOUT_SEC),
+        wait=wait_exponential(multiplier=0.2, max=2.0),
+        reraise=True,
+    ):
+        with (
+            attempt,
+            driver.session(
+                database=database(),
+                default_access_mode=neo4j.READ_ACCESS,
+                bookmark_manager=driver.execute_query_bookmark_manager,
+            ) as session,
+        ):
+            return list(session.run(query, params))
+    raise AssertionError("unreachable")  # pragma: no cover - Retrying reraises
+
+
 def read(query: str, **params: Any) -> list[dict[str, Any]]:
-    """Run a read query (routed to readers, read-only access mode) and return plain dicts."""
+    """Run a read query (read-only access mode) and return plain dicts."""
     with translate_errors():
-        records, _summary, _keys = get_driver().execute_query(
-            query, params, database_=database(), routing_=RoutingControl.READ
-        )
+        records = _auto_read(query, params)
     return [record.data() for record in records]
 
 
@@ -107,9 +134,7 @@ def read_column(query: str, column: str, **params: Any) -> list[Any]:
     """One column of a read query's records, as the driver decoded it: no `record.data()` walk, which
     costs more than the query for a large nested list (e.g. 10,000 sessions collected in one row)."""
     with translate_errors():
-        records, _summary, _keys = get_driver().execute_query(
-            query, params, database_=database(), routing_=RoutingControl.READ
-        )
+        records = _auto_read(query, params)
     return [record[column] for record in records]
 
 
