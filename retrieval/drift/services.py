@@ -147,7 +147,8 @@ def _pipeline(
     checked = _pool.submit(contextvars.copy_context().run, question_check)
     hits: list[ChunkInfo] = []
     if run.strategy.mode == "extractive":
-        found = HybridRetriever(scope=Scope(project_id=project_id)).search(
+        # DRIFT's expansion is itself the feedback step: hybrid's own feedback round is not run here
+        found = HybridRetriever(scope=Scope(project_id=project_id), feedback=False).search(
             Query(text=query, embed=embedder.embed_one), limit=3
         )
         hits = _hydrate(run, [(c.chunk_id, c.score) for c in found])
@@ -177,7 +178,7 @@ def _pipeline(
     )
     run.remember([chunk for chunks in samples.values() for chunk in chunks])
     if not communities:  # no community graph (yet): the project's closest chunks stand in
-        found = HybridRetriever(scope=Scope(project_id=project_id)).search(
+        found = HybridRetriever(scope=Scope(project_id=project_id), feedback=False).search(
             Query(text=query, embed=embedder.embed_one, _vector=vector),
             limit=settings.DRIFT_SAMPLE_CHUNKS * 2,
         )
