@@ -56,6 +56,15 @@ def _auth(tenant: Tenant) -> list[tuple[bytes, bytes]]:
     return [(b"authorization", f"Bearer {tenant.write_key.key}".encode())]
 
 
+def _post_json(tenant: Tenant, endpoint: str) -> dict[str, Any]:
+    """A JSON POST to one of the tenant's project endpoints."""
+    return _scope(
+        "POST",
+        f"/api/v1/projects/{tenant.project.id}/{endpoint}",
+        [*_auth(tenant), (b"content-type", b"application/json")],
+    )
+
+
 def test_api_request_through_the_asgi_app() -> None:
     tenant = make_tenant("http threads")
     status, headers, body = _call(
@@ -71,15 +80,7 @@ def test_body_sent_in_pieces_reaches_the_view() -> None:
     tenant = make_tenant("http threads chunked")
     payload = json.dumps({"query": "sent in three pieces " * 10, "mode": "fulltext", "top_k": 7}).encode()
     pieces = [payload[:10], payload[10:50], payload[50:]]
-    status, _, body = _call(
-        application,
-        _scope(
-            "POST",
-            f"/api/v1/projects/{tenant.project.id}/search",
-            [*_auth(tenant), (b"content-type", b"application/json")],
-        ),
-        pieces,
-    )
+    status, _, body = _call(application, _post_json(tenant, "search"), pieces)
     assert status == 200, body
     assert json.loads(body)["mode"] == "fulltext"
 
@@ -89,15 +90,7 @@ def test_oversized_chunked_body_is_413_and_writes_nothing(settings) -> None:  # 
     tenant = make_tenant("http threads big")
     app = WsgiOnThreads(get_wsgi_application(), threads=2, max_body_bytes=1000)
     payload = json.dumps({"title": "too big", "text": "x" * 5000}).encode()
-    status, _, body = _call(
-        app,
-        _scope(
-            "POST",
-            f"/api/v1/projects/{tenant.project.id}/documents",
-            [*_auth(tenant), (b"content-type", b"application/json")],
-        ),
-        [payload[:3000], payload[3000:]],
-    )
+    status, _, body = _call(app, _post_json(tenant, "documents"), [payload[:3000], payload[3000:]])
     assert status == 413, body
     assert json.loads(body)["error"]["code"] == "payload_too_large"
     assert not Job.objects.filter(project_id=tenant.project.id).exists()
