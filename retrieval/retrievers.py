@@ -248,9 +248,7 @@ class HybridRetriever(Retriever):
 
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
         depth = hybrid_depth(limit)
-        # the fulltext query needs no vector: Neo4j runs it while the query is embedded
-        fulltext = _pool.submit(self.fulltext.search, query, limit=depth)
-        first = fuse(self.vector.search(query, limit=depth), fulltext.result())
+        first = self._round(query, depth)
         keep = settings.RETRIEVAL_FEEDBACK_KEEP
         if not self.feedback or limit <= keep or len(first) <= keep:
             return first
@@ -260,6 +258,8 @@ class HybridRetriever(Retriever):
         return first if second is None else pin(first[:keep], second)
 
     def _round(self, query: Query, depth: int) -> list[Candidate]:
+        # the fulltext query needs no vector: Neo4j runs it while this thread embeds the query (when
+        # not embedded yet) and runs the vector query
         fulltext = _pool.submit(self.fulltext.search, query, limit=depth)
         by_vector = self.vector.search(query, limit=depth)
         return fuse(by_vector, fulltext.result())
