@@ -25,6 +25,11 @@ Every figure is measured over HTTP against the whole platform (`platform/run.py`
    (none of the user's memories left, every other user's count unchanged); peer: the naive
    `MATCH (m:Memory {project_id, user_id}) DETACH DELETE m` for a fourth such user, directly.
 
+Before the store figures are timed, each platform takes WARM_UP_STORES stores of 100 messages (and the
+client-embedding figure WARM_UP_CLIENT_STORES of 1,000): Neo4j's JVM is still JIT-compiling its
+Cypher, index and Lucene code for minutes after a start. Its compiler threads' CPU during the timed
+stores is reported next to the CPU of the rest of Neo4j, so a run that was not yet warm shows it.
+
 BENCH_MEMORY_SCALE (default 1) scales every count down for a quick try; the committed figures use 1.
 """
 
@@ -73,7 +78,8 @@ FORGET_USERS = 4  # three through the API, one for the naive peer
 FORGET_SIZE = 1000
 QUERIES = _scaled(200, 40)
 WARMUP_QUERIES = 20
-WARM_UP_STORES = 12  # stores of 40 messages before the store figures are timed
+WARM_UP_STORES = 40  # stores of LOCAL_BATCH messages before the store figures are timed
+WARM_UP_CLIENT_STORES = 5  # stores of CLIENT_BATCH messages with client embeddings, likewise
 LOAD_CLIENTS = 2  # concurrent requests while loading the search data (not measured)
 MODES = ["vector", "hybrid", "fulltext", "recency"]
 NAIVE_PROJECT = "bench-naive-provider"
@@ -360,13 +366,39 @@ def _local_batches() -> list[tuple[list[tuple[str, str]], dict[str, str]]]:
     return batches
 
 
+def _neo4j_threads(platform: PlatformRun) -> dict[str, float]:
+    """CPU seconds so far of Neo4j's threads: the JIT compilers apart from the rest (query execution,
+    index writes and merges; threads that ended count only in the process total)."""
+    import psutil
+
+    neo4j = next(p for p in psutil.Process(platform.proc.pid).children(recursive=True) if _role(p) == "neo4j")
+    out = {"jit_compiler": 0.0, "process": sum(neo4j.cpu_times()[:2])}
+    for task in Path(f"/proc/{neo4j.pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if name.startswith(("C1 Compiler", "C2 Compiler")):
+            out["jit_compiler"] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def _neo4j_split(platform: PlatformRun, before: dict[str, float]) -> dict[str, float]:
+    after = _neo4j_threads(platform)
+    jit = after["jit_compiler"] - before["jit_compiler"]
+    return {"jit_compiler": round(jit, 1), "rest": round(after["process"] - before["process"] - jit, 1)}
+
+
 def _warm_server(api: _Api) -> None:
-    """Load the server's model, create the memory indexes and let Neo4j compile the store's query
-    before anything is timed: Neo4j re-plans a query shape with compiled expressions after ~10 runs
-    (the DRIFT bench saw it too), which otherwise falls inside the first timed stores."""
+    """Load the server's model, create the memory indexes and warm Neo4j's JVM with stores of the
+    timed shape before anything is timed (see the module docstring)."""
     jobs = [
         api.store(
-            _body(chat_messages(40, seed=99 + i), {"user_id": "warm-up", "thread_id": f"warm-{i}"})
+            _body(
+                chat_messages(LOCAL_BATCH, seed=99 + i),
+                {"user_id": f"warm-up-{i % 5}", "thread_id": f"warm-{i % 10}"},
+            )
         ).get("job_id")
         for i in range(WARM_UP_STORES)
     ]
@@ -385,11 +417,12 @@ def _store_local(api: _Api, platform: PlatformRun, model: _Model, *, processing:
         for t in texts:
             model.embed(t)
         embed_before = time.perf_counter() - started
-        cpu = _cpu_by_role(platform)
+        cpu, threads = _cpu_by_role(platform), _neo4j_threads(platform)
         started = time.perf_counter()
         results = [api.store(body) for body in bodies]
         store_sec = time.perf_counter() - started
         cpu_during_stores = _cpu_since(platform, cpu)
+        neo4j_during_stores = _neo4j_split(platform, threads)
         jobs = api.wait_jobs([r["job_id"] for r in results])
         drained_sec = time.perf_counter() - started
         cpu_until_drained = _cpu_since(platform, cpu)
@@ -409,11 +442,12 @@ def _store_local(api: _Api, platform: PlatformRun, model: _Model, *, processing:
             },
             "job_total_sec_summed": round(sum((j.get("timings") or {}).get("total_sec", 0) for j in jobs), 2),
             "platform_cpu_s_during_stores": cpu_during_stores,
+            "neo4j_cpu_s_during_stores": neo4j_during_stores,
             "platform_cpu_s_until_jobs_done": cpu_until_drained,
         }
     else:
         store_sec = embed_sec = 0.0
-        cpu = _cpu_by_role(platform)
+        cpu, threads = _cpu_by_role(platform), _neo4j_threads(platform)
         for i, (t, body) in enumerate(zip(texts, bodies, strict=True)):
             for step in ("embed", "store") if i % 2 == 0 else ("store", "embed"):
                 started = time.perf_counter()
@@ -423,7 +457,10 @@ def _store_local(api: _Api, platform: PlatformRun, model: _Model, *, processing:
                 else:
                     api.store(body)
                     store_sec += time.perf_counter() - started
-        extra = {"platform_cpu_s_during_stores": _cpu_since(platform, cpu)}
+        extra = {
+            "platform_cpu_s_during_stores": _cpu_since(platform, cpu),
+            "neo4j_cpu_s_during_stores": _neo4j_split(platform, threads),
+        }
     messages = sum(len(t) for t in texts)
     return {
         "messages": messages,
@@ -457,18 +494,28 @@ def _store_client(api: _Api, platform: PlatformRun) -> dict[str, Any]:
     naive_texts = chat_messages(NAIVE_MESSAGES, seed=4)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
     # warm-up of this request shape (not timed)
-    api.store(_body(texts[:100], {"user_id": "client-warm-up"}, _unit_vectors(100, seed=5)))
+    for i in range(WARM_UP_CLIENT_STORES):
+        api.store(
+            _body(
+                chat_messages(CLIENT_BATCH, seed=50 + i),
+                {"user_id": f"client-warm-up-{i}", "thread_id": f"client-warm-up-{i}"},
+                _unit_vectors(CLIENT_BATCH, seed=60 + i),
+            )
+        )
     api_sec = naive_sec = 0.0
     api_cpu: dict[str, float] = {}
+    api_neo4j = {"jit_compiler": 0.0, "rest": 0.0}
     with _driver(platform) as driver, driver.session() as session:
         session.run("RETURN 1").consume()
         for i, body in enumerate(bodies):
-            cpu = _cpu_by_role(platform)
+            cpu, threads = _cpu_by_role(platform), _neo4j_threads(platform)
             started = time.perf_counter()
             api.store(body)
             api_sec += time.perf_counter() - started
             for role, sec in _cpu_since(platform, cpu).items():
                 api_cpu[role] = round(api_cpu.get(role, 0.0) + sec, 1)
+            for part, sec in _neo4j_split(platform, threads).items():
+                api_neo4j[part] = round(api_neo4j[part] + sec, 1)
             started = time.perf_counter()
             for n in range(i * per_request, (i + 1) * per_request):
                 role, text = naive_texts[n]
@@ -492,6 +539,7 @@ def _store_client(api: _Api, platform: PlatformRun) -> dict[str, Any]:
         "api_s": round(api_sec, 2),
         "api_msg_per_s": round(requests * CLIENT_BATCH / api_sec, 1),
         "platform_cpu_s_during_api_stores": api_cpu,
+        "neo4j_cpu_s_during_api_stores": api_neo4j,
         "naive_messages": naive_done,
         "naive_s": round(naive_sec, 2),
         "naive_msg_per_s": round(naive_done / naive_sec, 1),
