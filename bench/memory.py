@@ -369,9 +369,8 @@ def _local_batches() -> list[tuple[list[tuple[str, str]], dict[str, str]]]:
 def _neo4j_threads(platform: PlatformRun) -> dict[str, float]:
     """CPU seconds so far of Neo4j's threads: the JIT compilers apart from the rest (query execution,
     index writes and merges; threads that ended count only in the process total)."""
-    import psutil
-
-    neo4j = next(p for p in psutil.Process(platform.proc.pid).children(recursive=True) if _role(p) == "neo4j")
+    neo4j = platform.neo4j_process()
+    assert neo4j is not None, "the memory bench starts its own Neo4j"
     out = {"jit_compiler": 0.0, "process": sum(neo4j.cpu_times()[:2])}
     for task in Path(f"/proc/{neo4j.pid}/task").iterdir():
         try:

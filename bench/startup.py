@@ -84,19 +84,24 @@ class PlatformRun:
         )
         threading.Thread(target=self._read, daemon=True).start()
 
+    def neo4j_process(self) -> psutil.Process | None:
+        """The platform's Neo4j process (None when it runs against an external server)."""
+        children = psutil.Process(self.proc.pid).children(recursive=True)
+        return next((p for p in children if _role(p) == "neo4j"), None)
+
     def wait_neo4j_idle(self, *, below_pct: float = 20.0, seconds: int = 5, timeout: float = 900) -> float:
         """Wait until Neo4j has used less than `below_pct` % of a core for `seconds` seconds in a
         row (after a bulk load Lucene merges index segments for minutes, with a full core); returns
         the seconds waited."""
         started = time.monotonic()
-        neo4j = [p for p in psutil.Process(self.proc.pid).children(recursive=True) if _role(p) == "neo4j"]
-        if not neo4j:
+        neo4j = self.neo4j_process()
+        if neo4j is None:
             return 0.0
         quiet = 0
-        last = sum(neo4j[0].cpu_times()[:2])
+        last = sum(neo4j.cpu_times()[:2])
         while quiet < seconds and time.monotonic() - started < timeout:
             time.sleep(1)
-            now = sum(neo4j[0].cpu_times()[:2])
+            now = sum(neo4j.cpu_times()[:2])
             quiet = quiet + 1 if (now - last) * 100 < below_pct else 0
             last = now
         return round(time.monotonic() - started, 1)
