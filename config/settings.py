@@ -253,6 +253,8 @@ EMBEDDINGS_DIMENSIONS = env.int(
 EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=64)
 # PyTorch threads of the local embedder in a worker pool process; 0 = cores / CELERY_WORKER_CONCURRENCY
 EMBEDDINGS_TORCH_THREADS = env.int("EMBEDDINGS_TORCH_THREADS", default=0)
+# Local embedder: a batch of at most this many texts (a query, DRIFT's follow-ups) runs on one thread
+EMBEDDINGS_SMALL_BATCH_TEXTS = env.int("EMBEDDINGS_SMALL_BATCH_TEXTS", default=8)
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="") or LLM_API_KEY
 EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL
 
@@ -308,6 +310,9 @@ DRIFT_MAX_DEPTH = env.int("DRIFT_MAX_DEPTH", default=2)  # follow-up rounds
 DRIFT_MAX_FOLLOWUPS = env.int("DRIFT_MAX_FOLLOWUPS", default=5)  # follow-ups run per round
 DRIFT_CONCURRENCY = env.int("DRIFT_CONCURRENCY", default=5)  # follow-ups of a round run side by side
 DRIFT_FOLLOWUP_TIMEOUT_SEC = env.float("DRIFT_FOLLOWUP_TIMEOUT_SEC", default=60.0)  # slower: dropped
+# the primer scores a level of at most this many communities exactly; larger ones use the vector index
+DRIFT_EXACT_SCAN_MAX_COMMUNITIES = env.int("DRIFT_EXACT_SCAN_MAX_COMMUNITIES", default=100)
+DRIFT_PRIMER_OVERFETCH = env.float("DRIFT_PRIMER_OVERFETCH", default=10.0)  # × the level's share of the index
 DRIFT_SAMPLE_CHUNKS = env.int("DRIFT_SAMPLE_CHUNKS", default=3)  # representative chunks per community
 DRIFT_FOLLOWUP_CHUNKS = env.int("DRIFT_FOLLOWUP_CHUNKS", default=10)  # hybrid hits per follow-up
 MAX_CHUNKS_FOR_PROMPT = env.int("MAX_CHUNKS_FOR_PROMPT", default=12)  # chunks shown to a local executor

@@ -4,16 +4,37 @@ other tenant's communities or chunks can enter a result."""
 
 from __future__ import annotations
 
+# The project's chunks, its communities per level, and every project's communities (the population
+# of the shared community vector index, from the count store).
 PROJECT_STATS = """
 CALL () { MATCH (ch:Chunk {project_id: $project_id}) RETURN count(ch) AS chunks }
-CALL () { MATCH (c:Community {project_id: $project_id}) RETURN count(c) AS communities, max(c.level) AS max_level }
-RETURN chunks, communities, max_level
+CALL () {
+  MATCH (c:Community {project_id: $project_id})
+  WITH c.level AS level, count(*) AS n
+  RETURN sum(n) AS communities, max(level) AS max_level, collect([level, n]) AS levels
+}
+CALL () { MATCH (c:Community) RETURN count(c) AS all_communities }
+RETURN chunks, communities, max_level, levels, all_communities
 """
 
-# Top-k communities of one level ($level NULL: every level) by similarity to the query vector.
+# Top-k communities of one level ($level NULL: every level) by similarity to the query vector,
+# scored exactly over the project's own communities.
 COMMUNITIES_BY_LEVEL = """
 MATCH (c:Community {project_id: $project_id})
 WHERE ($level IS NULL OR c.level = $level) AND c.embedding IS NOT NULL
+WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
+ORDER BY score DESC, c.id
+LIMIT $k
+RETURN c.id AS id, c.community AS key, c.level AS level, coalesce(c.title, c.community) AS title,
+       coalesce(c.summary, '') AS summary, score
+"""
+
+# The same from the shared community vector index, over-fetched ($fetch) and filtered to the project
+# and level, the candidates re-scored exactly (the index ranks on quantised vectors).
+COMMUNITIES_BY_LEVEL_INDEX = """
+CALL db.index.vector.queryNodes('community_embedding', $fetch, $vector) YIELD node
+WITH node AS c
+WHERE c.project_id = $project_id AND ($level IS NULL OR c.level = $level)
 WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
 ORDER BY score DESC, c.id
 LIMIT $k

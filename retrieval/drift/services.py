@@ -168,7 +168,13 @@ def _pipeline(
     run.reporter.phase("retrieving_communities", "Finding the communities closest to the question")
     t = time.perf_counter()
     communities = selectors.primer_communities(
-        project_id=project_id, vector=vector, k=top_k, max_level=stats["max_level"], level=community_level
+        project_id=project_id,
+        vector=vector,
+        k=top_k,
+        max_level=stats["max_level"],
+        level=community_level,
+        level_sizes=stats["level_sizes"],
+        population=stats["population"],
     )
     samples = selectors.sample_chunks(
         project_id=project_id,

@@ -35,6 +35,32 @@ def test_local_embedder_is_offline_minilm_with_384_dims() -> None:
     assert embedder.embed([texts[2]])[0] == pytest.approx(vectors[2], abs=1e-5)
 
 
+def test_local_embedder_runs_small_batches_on_one_thread_and_large_ones_on_all(settings) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    import torch
+
+    settings.EMBEDDINGS_SMALL_BATCH_TEXTS = 3
+    embedder = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384, batch_size=64)
+    embedder.warm()
+    seen: dict[str, int] = {}
+    texts = [f"sentence number {i}" for i in range(6)]
+
+    def embed(name: str, batch: list[str]) -> None:
+        vectors = embedder.embed(batch)
+        seen[name] = torch.get_num_threads()  # this thread's setting, as the call left it
+        seen[name + " vectors"] = len(vectors)
+
+    for name, batch in (("small", texts[:3]), ("large", texts)):
+        thread = threading.Thread(target=embed, args=(name, batch))
+        thread.start()
+        thread.join()
+    assert seen["small"] == 1
+    assert seen["large"] == embedder._threads  # type: ignore[attr-defined]
+    # the vectors do not depend on the thread count
+    assert embedder.embed(texts[:1])[0] == pytest.approx(embedder.embed(texts)[0], abs=1e-5)
+
+
 def test_default_embedder_is_local(settings) -> None:  # type: ignore[no-untyped-def]
     embedder = get_embedder()
     assert embedder.name == "local:all-MiniLM-L6-v2"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from core import graph
+from core.graph.schema import ensure_schema
 from retrieval.drift import selectors
 
 pytestmark = pytest.mark.usefixtures("clean_graph")
@@ -56,3 +58,66 @@ def test_other_projects_communities_never_enter_the_primer() -> None:
         _community("theirs", f"0-{i}", 0, 0.0)
     found = selectors.primer_communities(project_id="mine", vector=_unit(0.0), k=5, max_level=0)
     assert [c.id for c in found] == ["mine-0-0"]
+
+
+def _random_unit(rnd: random.Random, near: list[float] | None = None, noise: float = 1.0) -> list[float]:
+    v = [(near[i] if near else 0.0) + rnd.gauss(0, noise) for i in range(384)]
+    norm = math.sqrt(sum(x * x for x in v))
+    return [x / norm for x in v]
+
+
+def test_a_large_level_comes_from_the_vector_index_with_the_exact_answer_and_this_project_only(
+    settings,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ensure_schema()
+    settings.DRIFT_EXACT_SCAN_MAX_COMMUNITIES = 20
+    settings.DRIFT_PRIMER_OVERFETCH = 1.5  # fetch 33 first: all the other tenant's
+    rnd = random.Random(5)
+    query = _random_unit(rnd)
+    rows = [
+        {"id": f"mine-{i}", "p": "mine", "key": f"0-{i}", "level": 0, "e": _random_unit(rnd, query, 0.08)}
+        for i in range(60)
+    ]
+    # another tenant's communities, all closer to the question: the index returns them first, so
+    # the over-fetch has to grow before enough of this project's survive the filter
+    rows += [
+        {"id": f"theirs-{i}", "p": "theirs", "key": f"0-{i}", "level": 0, "e": _random_unit(rnd, query, 0.01)}
+        for i in range(200)
+    ]
+    graph.write(
+        "UNWIND $rows AS r CREATE (:Community {id: r.id, project_id: r.p, community: r.key, "
+        "level: r.level, title: r.key, summary: 's', embedding: r.e})",
+        rows=rows,
+    )
+    stats = selectors.project_stats(project_id="mine")
+    assert stats["level_sizes"] == {0: 60}
+    assert stats["population"] == 260
+    exact = selectors.primer_communities(project_id="mine", vector=query, k=5, max_level=0)
+    queries: list[str] = []
+    real_read = graph.read
+
+    def recording_read(query_text: str, **params):  # type: ignore[no-untyped-def]
+        queries.append(query_text)
+        return real_read(query_text, **params)
+
+    monkeypatch.setattr(graph, "read", recording_read)
+    indexed = selectors.primer_communities(
+        project_id="mine",
+        vector=query,
+        k=5,
+        max_level=0,
+        level_sizes=stats["level_sizes"],
+        population=stats["population"],
+    )
+    assert len(exact) == 5
+    assert [c.id for c in indexed] == [c.id for c in exact]
+    assert [round(c.score, 6) for c in indexed] == [round(c.score, 6) for c in exact]
+    assert len(queries) >= 2 and all("community_embedding" in q for q in queries)  # it grew the fetch
+    # a level small enough is scanned exactly
+    queries.clear()
+    settings.DRIFT_EXACT_SCAN_MAX_COMMUNITIES = 100
+    selectors.primer_communities(
+        project_id="mine", vector=query, k=5, max_level=0, level_sizes={0: 60}, population=260
+    )
+    assert len(queries) == 1 and "community_embedding" not in queries[0]
