@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from bench.startup import PlatformRun, _row
+from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_cpu, neo4j_cpu_since
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "data" / "hotpotqa-100" / "corpus.json"
@@ -165,7 +165,10 @@ def run() -> dict[str, Any]:
             bench_key = _issue_key(project, env)
             client.headers["Authorization"] = f"Bearer {bench_key}"
 
+            cpu, threads = cpu_by_role(platform), neo4j_cpu(platform)
             ingest_sec, job_ids = _post_all(client, project, docs)
+            cpu_during_ingest = cpu_since(platform, cpu)
+            neo4j_during_ingest = neo4j_cpu_since(platform, threads)
             jobs = [client.get(f"/api/v1/jobs/{j}").json() for j in job_ids]
             chunks = sum(j["counts"].get("chunks", 0) for j in jobs)
             entities = sum(j["counts"].get("entities", 0) for j in jobs)
@@ -250,6 +253,8 @@ def run() -> dict[str, Any]:
             "embedding_floor_sec": round(floor_sec, 2),
             "ratio": ratio,
             "stage_seconds_summed_over_workers": stage,
+            "cpu_s_during_ingest_by_role": cpu_during_ingest,
+            "neo4j_cpu_s_during_ingest": neo4j_during_ingest,
             "pre_extracted_sec": round(given_sec, 2),
             "communities": community_job["counts"],
             "peak_rss_mib": peaks,

@@ -57,7 +57,7 @@ import numpy as np
 
 from bench.ingestion import _issue_key
 from bench.retrieval import _pct, _vocabulary
-from bench.startup import PlatformRun, _role, _row
+from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_cpu, neo4j_cpu_since
 
 SCALE = float(os.environ.get("BENCH_MEMORY_SCALE", "1"))
 
@@ -325,29 +325,6 @@ class _ForeignLoad:
         }
 
 
-def _cpu_by_role(platform: PlatformRun) -> dict[str, float]:
-    """CPU seconds used so far by each of the platform's processes, by role (web, worker, …)."""
-    import psutil
-
-    out: dict[str, float] = {}
-    for proc in psutil.Process(platform.proc.pid).children(recursive=True):
-        try:
-            role = _role(proc)
-            if role == "worker" and _role(proc.parent()) == "worker":
-                role = "worker pool children"
-            times = proc.cpu_times()
-        except psutil.Error:
-            continue
-        if role is not None:
-            out[role] = out.get(role, 0.0) + times.user + times.system
-    return out
-
-
-def _cpu_since(platform: PlatformRun, before: dict[str, float]) -> dict[str, float]:
-    after = _cpu_by_role(platform)
-    return {role: round(after[role] - before.get(role, 0.0), 1) for role in sorted(after)}
-
-
 def _driver(platform: PlatformRun) -> Any:
     from neo4j import GraphDatabase
 
@@ -364,29 +341,6 @@ def _local_batches() -> list[tuple[list[tuple[str, str]], dict[str, str]]]:
         scope = {"application_id": "bench", "user_id": f"user-{i % 5}", "thread_id": f"thread-{i % 10}"}
         batches.append((messages[first : first + LOCAL_BATCH], scope))
     return batches
-
-
-def _neo4j_threads(platform: PlatformRun) -> dict[str, float]:
-    """CPU seconds so far of Neo4j's threads: the JIT compilers apart from the rest (query execution,
-    index writes and merges; threads that ended count only in the process total)."""
-    neo4j = platform.neo4j_process()
-    assert neo4j is not None, "the memory bench starts its own Neo4j"
-    out = {"jit_compiler": 0.0, "process": sum(neo4j.cpu_times()[:2])}
-    for task in Path(f"/proc/{neo4j.pid}/task").iterdir():
-        try:
-            name = (task / "comm").read_text()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if name.startswith(("C1 Compiler", "C2 Compiler")):
-            out["jit_compiler"] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return out
-
-
-def _neo4j_split(platform: PlatformRun, before: dict[str, float]) -> dict[str, float]:
-    after = _neo4j_threads(platform)
-    jit = after["jit_compiler"] - before["jit_compiler"]
-    return {"jit_compiler": round(jit, 1), "rest": round(after["process"] - before["process"] - jit, 1)}
 
 
 def _warm_server(api: _Api) -> None:
@@ -416,15 +370,15 @@ def _store_local(api: _Api, platform: PlatformRun, model: _Model, *, processing:
         for t in texts:
             model.embed(t)
         embed_before = time.perf_counter() - started
-        cpu, threads = _cpu_by_role(platform), _neo4j_threads(platform)
+        cpu, threads = cpu_by_role(platform), neo4j_cpu(platform)
         started = time.perf_counter()
         results = [api.store(body) for body in bodies]
         store_sec = time.perf_counter() - started
-        cpu_during_stores = _cpu_since(platform, cpu)
-        neo4j_during_stores = _neo4j_split(platform, threads)
+        cpu_during_stores = cpu_since(platform, cpu)
+        neo4j_during_stores = neo4j_cpu_since(platform, threads)
         jobs = api.wait_jobs([r["job_id"] for r in results])
         drained_sec = time.perf_counter() - started
-        cpu_until_drained = _cpu_since(platform, cpu)
+        cpu_until_drained = cpu_since(platform, cpu)
         started = time.perf_counter()
         for t in texts:
             model.embed(t)
@@ -446,7 +400,7 @@ def _store_local(api: _Api, platform: PlatformRun, model: _Model, *, processing:
         }
     else:
         store_sec = embed_sec = 0.0
-        cpu, threads = _cpu_by_role(platform), _neo4j_threads(platform)
+        cpu, threads = cpu_by_role(platform), neo4j_cpu(platform)
         for i, (t, body) in enumerate(zip(texts, bodies, strict=True)):
             for step in ("embed", "store") if i % 2 == 0 else ("store", "embed"):
                 started = time.perf_counter()
@@ -457,8 +411,8 @@ def _store_local(api: _Api, platform: PlatformRun, model: _Model, *, processing:
                     api.store(body)
                     store_sec += time.perf_counter() - started
         extra = {
-            "platform_cpu_s_during_stores": _cpu_since(platform, cpu),
-            "neo4j_cpu_s_during_stores": _neo4j_split(platform, threads),
+            "platform_cpu_s_during_stores": cpu_since(platform, cpu),
+            "neo4j_cpu_s_during_stores": neo4j_cpu_since(platform, threads),
         }
     messages = sum(len(t) for t in texts)
     return {
@@ -507,13 +461,13 @@ def _store_client(api: _Api, platform: PlatformRun) -> dict[str, Any]:
     with _driver(platform) as driver, driver.session() as session:
         session.run("RETURN 1").consume()
         for i, body in enumerate(bodies):
-            cpu, threads = _cpu_by_role(platform), _neo4j_threads(platform)
+            cpu, threads = cpu_by_role(platform), neo4j_cpu(platform)
             started = time.perf_counter()
             api.store(body)
             api_sec += time.perf_counter() - started
-            for role, sec in _cpu_since(platform, cpu).items():
+            for role, sec in cpu_since(platform, cpu).items():
                 api_cpu[role] = round(api_cpu.get(role, 0.0) + sec, 1)
-            for part, sec in _neo4j_split(platform, threads).items():
+            for part, sec in neo4j_cpu_since(platform, threads).items():
                 api_neo4j[part] = round(api_neo4j[part] + sec, 1)
             started = time.perf_counter()
             for n in range(i * per_request, (i + 1) * per_request):

@@ -302,3 +302,47 @@ def run() -> dict[str, Any]:
 
 def _row(figure: str, value: Any, unit: str, peer: str, peer_value: Any) -> dict[str, Any]:
     return {"figure": figure, "value": value, "unit": unit, "peer": peer, "peer_value": peer_value}
+
+
+def cpu_by_role(platform: PlatformRun) -> dict[str, float]:
+    """CPU seconds used so far by each of the platform's processes, by role (web, worker, …)."""
+    out: dict[str, float] = {}
+    for proc in psutil.Process(platform.proc.pid).children(recursive=True):
+        try:
+            role = _role(proc)
+            if role == "worker" and _role(proc.parent()) == "worker":
+                role = "worker pool children"
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        if role is not None:
+            out[role] = out.get(role, 0.0) + times.user + times.system
+    return out
+
+
+def cpu_since(platform: PlatformRun, before: dict[str, float]) -> dict[str, float]:
+    after = cpu_by_role(platform)
+    return {role: round(after[role] - before.get(role, 0.0), 1) for role in sorted(after)}
+
+
+def neo4j_cpu(platform: PlatformRun) -> dict[str, float]:
+    """CPU seconds so far of Neo4j's threads: the JIT compilers apart from the rest (query execution,
+    index writes and merges; threads that ended count only in the process total)."""
+    neo4j = platform.neo4j_process()
+    assert neo4j is not None, "the bench starts its own Neo4j"
+    out = {"jit_compiler": 0.0, "process": sum(neo4j.cpu_times()[:2])}
+    for task in Path(f"/proc/{neo4j.pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if name.startswith(("C1 Compiler", "C2 Compiler")):
+            out["jit_compiler"] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def neo4j_cpu_since(platform: PlatformRun, before: dict[str, float]) -> dict[str, float]:
+    after = neo4j_cpu(platform)
+    jit = after["jit_compiler"] - before["jit_compiler"]
+    return {"jit_compiler": round(jit, 1), "rest": round(after["process"] - before["process"] - jit, 1)}
