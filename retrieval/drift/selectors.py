@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from django.conf import settings
+from neo4j.exceptions import ClientError
 
 from core import graph
 from retrieval.drift import cypher
@@ -63,7 +64,10 @@ def _top_communities(
     if level_sizes is not None and size > settings.DRIFT_EXACT_SCAN_MAX_COMMUNITIES and population:
         fetch = math.ceil(k * population / size * settings.DRIFT_PRIMER_OVERFETCH)
         while fetch <= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
-            rows = graph.read(cypher.COMMUNITIES_BY_LEVEL_INDEX, fetch=fetch, **params)
+            try:
+                rows = graph.read(cypher.COMMUNITIES_BY_LEVEL_INDEX, fetch=fetch, **params)
+            except ClientError:  # the index is not online (still populating after its creation)
+                break
             if len(rows) >= min(k, size) or fetch >= population:
                 return _communities(rows)
             fetch *= 4

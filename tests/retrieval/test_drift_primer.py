@@ -121,3 +121,31 @@ def test_a_large_level_comes_from_the_vector_index_with_the_exact_answer_and_thi
         project_id="mine", vector=query, k=5, max_level=0, level_sizes={0: 60}, population=260
     )
     assert len(queries) == 1 and "community_embedding" not in queries[0]
+
+
+def test_without_an_online_community_index_the_primer_scans_exactly(settings) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.cypher import SCHEMA
+
+    ensure_schema()
+    settings.DRIFT_EXACT_SCAN_MAX_COMMUNITIES = 1
+    rnd = random.Random(9)
+    query = _random_unit(rnd)
+    for i in range(3):
+        graph.write(
+            "CREATE (:Community {id: $id, project_id: 'p3', community: $key, level: 0, title: $key, "
+            "summary: 's', embedding: $e})",
+            id=f"p3-{i}",
+            key=f"0-{i}",
+            e=_random_unit(rnd, query, 0.5),
+        )
+    exact = selectors.primer_communities(project_id="p3", vector=query, k=2, max_level=0)
+    graph.write_autocommit("DROP INDEX community_embedding IF EXISTS")
+    try:
+        found = selectors.primer_communities(
+            project_id="p3", vector=query, k=2, max_level=0, level_sizes={0: 3}, population=3
+        )
+    finally:
+        graph.write_autocommit(next(s for s in SCHEMA() if "community_embedding" in s))
+        graph.write_autocommit("CALL db.awaitIndex('community_embedding', 120)")
+    assert len(exact) == 2
+    assert [c.id for c in found] == [c.id for c in exact]
