@@ -31,11 +31,15 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "data" / "hotpotqa-100" / "corpus.json"
 
 
+def _passages() -> list[tuple[str, list[str]]]:
+    """hotpotqa-100's passages: (title, sentences)."""
+    return list(json.loads(CORPUS.read_text()).items())
+
+
 def load_corpus() -> list[dict[str, Any]]:
-    corpus = json.loads(CORPUS.read_text())
     return [
         {"title": title, "text": f"{title}. " + "".join(sentences).strip(), "source_path": f"hotpotqa/{i}"}
-        for i, (title, sentences) in enumerate(corpus.items())
+        for i, (title, sentences) in enumerate(_passages())
     ]
 
 
@@ -68,14 +72,13 @@ def _wait(client: httpx.Client, job_id: str, timeout: float = 1800) -> dict[str,
 def warm_up_corpus(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """As many documents of the same kind, not the same texts: each passage's sentences in reverse
     order, under its own title and path (for the first ingestion after the platform starts)."""
-    corpus = json.loads(CORPUS.read_text())
     return [
         {
             "title": f"Warm-up {i}: {title}",
             "text": f"{title}. " + "".join(reversed(sentences)).strip(),
             "source_path": f"warm-up/{i}",
         }
-        for i, (title, sentences) in enumerate(corpus.items())
+        for i, (title, sentences) in enumerate(_passages())
     ][: len(docs)]
 
 

@@ -19,9 +19,7 @@ RETURN chunks, communities, max_level, levels, all_communities
 
 # Top-k communities of one level ($level NULL: every level) by similarity to the query vector,
 # scored exactly over the project's own communities.
-COMMUNITIES_BY_LEVEL = """
-MATCH (c:Community {project_id: $project_id})
-WHERE ($level IS NULL OR c.level = $level) AND c.embedding IS NOT NULL
+_TOP_K_COMMUNITIES = """
 WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
 ORDER BY score DESC, c.id
 LIMIT $k
@@ -29,18 +27,22 @@ RETURN c.id AS id, c.community AS key, c.level AS level, coalesce(c.title, c.com
        coalesce(c.summary, '') AS summary, score
 """
 
+COMMUNITIES_BY_LEVEL = (
+    """
+MATCH (c:Community {project_id: $project_id})
+WHERE ($level IS NULL OR c.level = $level) AND c.embedding IS NOT NULL"""
+    + _TOP_K_COMMUNITIES
+)
+
 # The same from the shared community vector index, over-fetched ($fetch) and filtered to the project
 # and level, the candidates re-scored exactly (the index ranks on quantised vectors).
-COMMUNITIES_BY_LEVEL_INDEX = """
+COMMUNITIES_BY_LEVEL_INDEX = (
+    """
 CALL db.index.vector.queryNodes('community_embedding', $fetch, $vector) YIELD node
 WITH node AS c
-WHERE c.project_id = $project_id AND ($level IS NULL OR c.level = $level)
-WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
-ORDER BY score DESC, c.id
-LIMIT $k
-RETURN c.id AS id, c.community AS key, c.level AS level, coalesce(c.title, c.community) AS title,
-       coalesce(c.summary, '') AS summary, score
-"""
+WHERE c.project_id = $project_id AND ($level IS NULL OR c.level = $level)"""
+    + _TOP_K_COMMUNITIES
+)
 
 # The 1..$per chunks of each community (through its level-0 descendants) closest to the query, with
 # their texts and document names.

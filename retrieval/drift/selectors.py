@@ -3,6 +3,7 @@ community scopes, chunk details and neighbourhoods."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -88,26 +89,18 @@ def primer_communities(
     k/2 were found; every level when there is no hierarchy. `level` pins one level. `level_sizes`
     and `population` (from `project_stats`) let a large level be searched through the vector index;
     without them every level is scanned exactly."""
-
-    def top(count: int, at: int | None) -> list[Community]:
-        return _top_communities(
-            project_id=project_id,
-            vector=vector,
-            k=count,
-            level=at,
-            level_sizes=level_sizes,
-            population=population,
-        )
-
+    top = functools.partial(
+        _top_communities, project_id=project_id, vector=vector, level_sizes=level_sizes, population=population
+    )
     if level is not None:
-        return top(k, level)
+        return top(k=k, level=level)
     if not max_level:
-        return top(k, None)
+        return top(k=k, level=None)
     # level by level: the top levels are small, and usually the first one is enough (one query
     # over all levels at once costs a cosine per community of every level, measured ~5x slower)
     found: list[Community] = []
     for current in range(max_level, -1, -1):
-        found += top(k - len(found), current)
+        found += top(k=k - len(found), level=current)
         if len(found) >= math.ceil(k / 2) or len(found) >= k:
             break
     return found[:k]
