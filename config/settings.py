@@ -132,7 +132,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": API_THROTTLE_RATE},
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "core.parsers.FastJSONParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -343,6 +343,13 @@ MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="celery")
 MEMORY_CONSOLIDATE_EVERY_HOURS = env.float("MEMORY_CONSOLIDATE_EVERY_HOURS", default=0.0)
 # Vector search over scopes up to this many memories is an exact scan, beyond it the index
 MEMORY_EXACT_SCAN_MAX = env.int("MEMORY_EXACT_SCAN_MAX", default=5000)
+# How the memory vector index (HNSW) is built, applied when it is created (Neo4j 5.26 or later):
+# neighbours per node, candidate list while inserting, int8 quantization. Every store inserts into
+# it; a smaller candidate list makes inserts and Lucene's merges cheaper for a little recall, which
+# the search's over-fetch and exact re-scoring win back (docs/decisions.md has the measurements).
+MEMORY_VECTOR_INDEX_M = env.int("MEMORY_VECTOR_INDEX_M", default=16)
+MEMORY_VECTOR_INDEX_EF_CONSTRUCTION = env.int("MEMORY_VECTOR_INDEX_EF_CONSTRUCTION", default=100)
+MEMORY_VECTOR_INDEX_QUANTIZATION = env.bool("MEMORY_VECTOR_INDEX_QUANTIZATION", default=True)
 # Accessibility of new projects' conversations: private (seen only by searches naming the owner),
 # shared or public (seen by any search whose scope matches)
 MEMORY_DEFAULT_ACCESSIBILITY = env.str("MEMORY_DEFAULT_ACCESSIBILITY", default="shared")

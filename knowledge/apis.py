@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,6 +16,7 @@ from core.api_base import ProjectApi
 from core.errors import InvalidInput
 from core.metadata import metadata_errors
 from core.models import Job
+from core.parsers import FastJSONParser
 from knowledge import selectors, services
 from knowledge.dto import DocumentInput, EntityInput, RelationInput
 from knowledge.pipeline.parsing import (
@@ -124,7 +125,7 @@ class DocumentOutputSerializer(serializers.Serializer):
 
 
 class DocumentListCreateApi(ProjectApi):
-    parser_classes = [JSONParser, MultiPartParser]
+    parser_classes = [FastJSONParser, MultiPartParser]
 
     class BulkSerializer(serializers.Serializer):
         documents = DocumentInputSerializer(many=True, allow_empty=False)

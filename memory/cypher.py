@@ -6,7 +6,10 @@ is spliced in where a query has `{scope}`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 # Constraints and indexes beyond the neomodel classes (applied by graph_schema). The memory vector
 # and fulltext indexes are created lazily, on first use (memory.indexes), as seed 001 asks.
@@ -23,11 +26,44 @@ LEVEL_FULLTEXT_INDEX = "memory_level_fulltext"
 LABELS = {"summary": "ConversationSummary", "fact": "Fact", "preference": "Preference"}
 
 
-def index_statements() -> list[str]:
-    dims = int(settings.EMBEDDINGS_DIMENSIONS)
+# Neo4j 5.26 added HNSW build options (`vector.hnsw.m`, `vector.hnsw.ef_construction`); quantization
+# is configurable since 5.23.
+HNSW_OPTIONS_SINCE = (5, 26)
+
+
+def vector_index_config(*, hnsw_options: bool = True) -> dict[str, Any]:
+    """The memory vector index's `indexConfig`, from settings (HNSW options only when supported)."""
+    m, ef = int(settings.MEMORY_VECTOR_INDEX_M), int(settings.MEMORY_VECTOR_INDEX_EF_CONSTRUCTION)
+    if not 1 <= m <= 512 or not 1 <= ef <= 3200:
+        raise ImproperlyConfigured(
+            "MEMORY_VECTOR_INDEX_M must be 1..512 and MEMORY_VECTOR_INDEX_EF_CONSTRUCTION 1..3200 (Neo4j's "
+            f"limits); got {m} and {ef}"
+        )
+    config: dict[str, Any] = {
+        "vector.dimensions": int(settings.EMBEDDINGS_DIMENSIONS),
+        "vector.similarity_function": "cosine",
+    }
+    if hnsw_options:
+        config["vector.hnsw.m"] = m
+        config["vector.hnsw.ef_construction"] = ef
+        config["vector.quantization.enabled"] = bool(settings.MEMORY_VECTOR_INDEX_QUANTIZATION)
+    return config
+
+
+def _cypher_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"'{value}'" if isinstance(value, str) else str(int(value))  # settings' ints, fixed strings
+
+
+def index_statements(*, hnsw_options: bool = True) -> list[str]:
+    config = ", ".join(
+        f"`{key}`: {_cypher_literal(value)}"
+        for key, value in vector_index_config(hnsw_options=hnsw_options).items()
+    )
     return [
         f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (m:Memory) ON (m.embedding) "
-        f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}",
+        f"OPTIONS {{indexConfig: {{{config}}}}}",
         f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (m:Memory) ON EACH [m.text, m.scope_tokens]",
         f"CREATE FULLTEXT INDEX {LEVEL_FULLTEXT_INDEX} IF NOT EXISTS "
         "FOR (n:ConversationSummary|Fact|Preference) ON EACH [n.text, n.scope_tokens]",
@@ -36,6 +72,12 @@ def index_statements() -> list[str]:
             for key in ("user_id", "thread_id", "agent_id", "application_id")
         ),
     ]
+
+
+VECTOR_INDEX_CONFIG = """
+SHOW VECTOR INDEXES YIELD name, options WHERE name = $name
+RETURN options.indexConfig AS config
+"""
 
 
 # --- store -----------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ properties, all `IF NOT EXISTS`; later calls return at once. A server too old fo
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 
@@ -16,6 +17,7 @@ from core.errors import PlatformError
 from memory import cypher
 
 MIN_VECTOR_VERSION = (5, 11)
+logger = logging.getLogger("memory.indexes")
 
 _ready = False
 _lock = threading.Lock()
@@ -26,12 +28,14 @@ class MemoryIndexUnavailable(PlatformError):
     code = "memory_index_unavailable"
 
 
+def _version(version: str) -> tuple[int, int]:
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
 def version_supports_vectors(version: str) -> bool:
     """Whether a Neo4j version string (e.g. "5.26.3", "2025.01.0", "4.4.30") has vector indexes."""
-    match = re.match(r"(\d+)\.(\d+)", version or "")
-    if not match:
-        return False
-    return (int(match.group(1)), int(match.group(2))) >= MIN_VECTOR_VERSION
+    return _version(version) >= MIN_VECTOR_VERSION
 
 
 def check_version(version: str) -> None:
@@ -52,16 +56,47 @@ def ensure_memory_indexes(*, overwrite: bool = False) -> list[str]:
     with _lock:
         if _ready and not overwrite:
             return []
-        check_version(str(graph.ping().get("version") or ""))
-        statements = cypher.index_statements()
+        version = str(graph.ping().get("version") or "")
+        check_version(version)
+        hnsw_options = _version(version) >= cypher.HNSW_OPTIONS_SINCE
+        statements = cypher.index_statements(hnsw_options=hnsw_options)
         if overwrite:
             for name in (cypher.VECTOR_INDEX, cypher.FULLTEXT_INDEX, cypher.LEVEL_FULLTEXT_INDEX):
                 graph.write(f"DROP INDEX {name} IF EXISTS")
         for statement in statements:
             graph.write(statement)
         graph.write("CALL db.awaitIndexes(300)")
+        _report_config_drift(hnsw_options)
         _ready = True
         return statements
+
+
+def _report_config_drift(hnsw_options: bool) -> None:
+    """An index built before a setting changed keeps its old build options (CREATE … IF NOT EXISTS
+    leaves it alone): say so once per process, with what to do."""
+    if not hnsw_options:
+        logger.warning(
+            "this Neo4j predates 5.26: the memory vector index is built with its defaults, not "
+            "MEMORY_VECTOR_INDEX_M/EF_CONSTRUCTION/QUANTIZATION"
+        )
+        return
+    rows = graph.read(cypher.VECTOR_INDEX_CONFIG, name=cypher.VECTOR_INDEX)
+    built = (rows[0]["config"] or {}) if rows else {}
+    wanted = cypher.vector_index_config()
+    differ = {
+        key: (built.get(key), value)
+        for key, value in wanted.items()
+        if key.startswith(("vector.hnsw.", "vector.quantization.")) and built.get(key) != value
+    }
+    if differ:
+        logger.warning(
+            "the memory vector index %s was built with other options than the settings ask (%s); they "
+            "apply when it is created: DROP INDEX %s and restart the platform, whose first memory "
+            "operation recreates it (searches of large scopes scan exactly while it populates)",
+            cypher.VECTOR_INDEX,
+            ", ".join(f"{k}: built {b!r}, setting {w!r}" for k, (b, w) in differ.items()),
+            cypher.VECTOR_INDEX,
+        )
 
 
 def forget_ready() -> None:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from neo4j import ManagedTransaction
@@ -73,19 +74,38 @@ def _progress(job: Job, phase: str, pct: int, summary: str, details: str = "") -
 # --- store ----------------------------------------------------------------------------------------------
 
 
-def _check_embedding(vector: list[float], position: int) -> list[float]:
-    if len(vector) != settings.EMBEDDINGS_DIMENSIONS:
-        raise InvalidInput(
-            f"messages[{position}].embedding has {len(vector)} values; this project's embedder has "
-            f"{settings.EMBEDDINGS_DIMENSIONS}",
-            details={"field": f"messages[{position}].embedding"},
-        )
-    if not all(math.isfinite(x) for x in vector) or not any(vector):
+def _supplied_embeddings(given: list[tuple[int, list[float]]]) -> dict[int, list[float]]:
+    """Client-supplied embeddings by message position, checked in one numpy pass (right size,
+    finite, not all zero) and returned as `Vector`s of floats."""
+    if not given:
+        return {}
+    dims = settings.EMBEDDINGS_DIMENSIONS
+    for position, vector in given:
+        if len(vector) != dims:
+            raise InvalidInput(
+                f"messages[{position}].embedding has {len(vector)} values; this project's embedder has "
+                f"{dims}",
+                details={"field": f"messages[{position}].embedding"},
+            )
+    try:
+        matrix = np.asarray([vector for _p, vector in given], dtype=np.float64)
+        valid = np.isfinite(matrix).all(axis=1) & matrix.any(axis=1)
+    except OverflowError:  # an integer beyond float range: find which
+        valid = np.asarray([_finite_vector(vector) for _p, vector in given])
+    if not valid.all():
+        position = given[int(np.argmin(valid))][0]
         raise InvalidInput(
             f"messages[{position}].embedding must be finite and not all zero",
             details={"field": f"messages[{position}].embedding"},
         )
-    return [float(x) for x in vector]
+    return {p: graph.Vector(row) for (p, _v), row in zip(given, matrix.tolist(), strict=True)}
+
+
+def _finite_vector(vector: list[float]) -> bool:
+    try:
+        return all(math.isfinite(x) for x in vector) and any(vector)
+    except OverflowError:
+        return False
 
 
 def memories_batch_check(*, count: int) -> None:
@@ -138,7 +158,7 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
             skipped.append({"index": position, "role": message.role, "reason": "empty_text"})
         else:
             keep.append((position, message))
-    supplied = {p: _check_embedding(m.embedding, p) for p, m in keep if m.embedding is not None}
+    supplied = _supplied_embeddings([(p, m.embedding) for p, m in keep if m.embedding is not None])
     stamp = now_iso()
     timestamps = {p: normalise_timestamp(m.timestamp) if m.timestamp else stamp for p, m in keep}
     project = _prepare(project_id, scope)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from django.conf import settings
 
 from core.errors import InvalidInput
+from core.graph import Vector
 
 logger = logging.getLogger("core.embeddings")
 
@@ -29,13 +30,14 @@ class Embedder(ABC):
         return f"{self.provider}:{self.model}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, as `Vector`s: lists that stay cheap to log on their way to Neo4j."""
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
             out = self._embed_batch(batch)
             if len(out) != len(batch) or any(len(v) != self.dimensions for v in out):
                 raise ValueError(f"{self.name} returned vectors of the wrong count or size")
-            vectors.extend(out)
+            vectors.extend(Vector(v) for v in out)
         return vectors
 
     def embed_one(self, text: str) -> list[float]:

@@ -6,6 +6,7 @@ import pytest
 
 from core.embeddings import get_embedder, make_embedder
 from core.errors import InvalidInput
+from core.graph import Vector
 from core.llm.usage import usage_meter
 from tests.support.openai_server import FakeOpenAI, Step, hashed_vector
 
@@ -27,6 +28,7 @@ def test_local_embedder_is_offline_minilm_with_384_dims() -> None:
     ]
     vectors = embedder.embed(texts)  # three batches of at most two
     assert len(vectors) == 5
+    assert all(type(v) is Vector for v in vectors)  # cheap to log on their way to Neo4j
     assert all(len(v) == 384 for v in vectors)
     assert all(abs(math.sqrt(sum(x * x for x in v)) - 1.0) < 1e-3 for v in vectors)
     assert _cos(vectors[0], vectors[1]) > _cos(vectors[0], vectors[2]) + 0.2

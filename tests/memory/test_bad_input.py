@@ -207,3 +207,41 @@ def test_read_keys_cannot_write_memories(tenant) -> None:  # type: ignore[no-unt
     assert forget(client, pid, user_id="u").status_code == 403
     assert msearch(client, pid, "x", {"user_id": "u"}).status_code == 200
     _nothing_written(pid)
+
+
+def _raw_store(first_value: str) -> str:
+    values = ", ".join([first_value] + ["0.1"] * 383)
+    return (
+        '{"messages": [{"role": "user", "text": "x", "embedding": ['
+        + values
+        + ']}], "scope": {"user_id": "u"}}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "charset", "code"),
+    [
+        (_raw_store("NaN"), None, "malformed_request"),
+        (_raw_store("Infinity"), None, "malformed_request"),
+        (_raw_store("1e999"), None, "malformed_request"),
+        (_raw_store("1" * 400), None, "malformed_request"),
+        # another charset goes through Python's json, which reads a 400-digit number as an int
+        (_raw_store("1" * 400), "latin-1", "invalid_input"),
+        (
+            '{"messages": [{"role": "user", "text": "\\ud800"}], "scope": {"user_id": "u"}}',
+            None,
+            "malformed_request",
+        ),
+        ('{"messages": [{"role": "user", "text": "x"}', None, "malformed_request"),
+    ],
+)
+def test_bodies_that_are_not_strict_json_of_finite_numbers_are_400(tenant, raw, charset, code) -> None:  # type: ignore[no-untyped-def]
+    content_type = "application/json" + (f"; charset={charset}" if charset else "")
+    response = tenant.client(tenant.write_key).post(
+        f"/api/v1/projects/{tenant.project.id}/memories",
+        raw.encode(charset or "utf-8"),
+        content_type=content_type,
+    )
+    assert response.status_code == 400, response.json()
+    assert response.json()["error"]["code"] == code
+    _nothing_written(tenant.project.id)

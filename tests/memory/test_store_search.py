@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from core import graph
+from memory import cypher
 from memory.indexes import check_version, ensure_memory_indexes, forget_ready, version_supports_vectors
 from tests.conftest import make_tenant
 from tests.memory.helpers import assistant, count, msearch, store, user
@@ -74,17 +76,22 @@ def test_roles_outside_memory_roles_are_skipped_and_reported() -> None:
 
 def test_client_supplied_embeddings_are_stored_as_given() -> None:
     tenant = make_tenant("mem-emb")
-    vector = [0.0] * 384
+    vector: list[float] = [0.0] * 384
     vector[7] = 1.0
+    other = [(-1) ** i * i / 997 for i in range(384)]
+    other[0] = 1  # an integer is stored as a float
     response = store(
         tenant.client(tenant.write_key),
         tenant.project.id,
-        [user("precomputed", embedding=vector)],
+        [user("precomputed", embedding=vector), user("another", embedding=other)],
         user_id="u",
     )
     assert response.status_code == 201
-    stored = graph.read("MATCH (m:Memory {project_id: $p}) RETURN m.embedding AS e", p=tenant.project.id)
-    assert stored[0]["e"] == vector
+    stored = graph.read(
+        "MATCH (m:Memory {project_id: $p}) RETURN m.embedding AS e ORDER BY m.seq", p=tenant.project.id
+    )
+    assert [row["e"] for row in stored] == [vector, [float(x) for x in other]]
+    assert all(type(x) is float for x in stored[1]["e"])
 
 
 @pytest.mark.parametrize("mode", ["vector", "fulltext", "hybrid"])
@@ -174,6 +181,65 @@ def test_memory_indexes_are_created_lazily_and_idempotently() -> None:
     forget_ready()
     ensure_memory_indexes()  # a second time: IF NOT EXISTS, no error
     assert {r["name"] for r in graph.read("SHOW INDEXES YIELD name RETURN name")} == names
+
+
+@pytest.fixture
+def default_memory_indexes():  # type: ignore[no-untyped-def]
+    yield
+    forget_ready()
+    ensure_memory_indexes(overwrite=True)  # back to the settings' defaults for the other tests
+
+
+def _vector_index_config() -> dict[str, object]:
+    return graph.read(cypher.VECTOR_INDEX_CONFIG, name=cypher.VECTOR_INDEX)[0]["config"]
+
+
+def test_the_memory_vector_index_is_built_as_the_settings_say(
+    default_memory_indexes, settings, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    built = _vector_index_config()
+    assert built["vector.hnsw.m"] == settings.MEMORY_VECTOR_INDEX_M == 16
+    assert built["vector.hnsw.ef_construction"] == settings.MEMORY_VECTOR_INDEX_EF_CONSTRUCTION == 100
+    assert built["vector.quantization.enabled"] is True
+    settings.MEMORY_VECTOR_INDEX_M = 8
+    settings.MEMORY_VECTOR_INDEX_EF_CONSTRUCTION = 40
+    settings.MEMORY_VECTOR_INDEX_QUANTIZATION = False
+    # an existing index keeps its options: the next process says so, naming the differences
+    forget_ready()
+    with caplog.at_level("WARNING", logger="memory.indexes"):
+        ensure_memory_indexes()
+    assert "vector.hnsw.m: built 16, setting 8" in caplog.text
+    assert "vector.hnsw.ef_construction: built 100, setting 40" in caplog.text
+    assert _vector_index_config()["vector.hnsw.m"] == 16
+    # a new index is built with them, and then nothing differs
+    caplog.clear()
+    forget_ready()
+    with caplog.at_level("WARNING", logger="memory.indexes"):
+        ensure_memory_indexes(overwrite=True)
+    assert caplog.text == ""
+    built = _vector_index_config()
+    assert (built["vector.hnsw.m"], built["vector.hnsw.ef_construction"]) == (8, 40)
+    assert built["vector.quantization.enabled"] is False
+    # stores and searches work on it
+    tenant = make_tenant("mem-idx-options")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    assert store(client, pid, [user("the ferry leaves at noon")], user_id="u").status_code == 201
+    assert msearch(client, pid, "ferry", {"user_id": "u"}, mode="vector").json()["items"][0]["text"] == (
+        "the ferry leaves at noon"
+    )
+
+
+@pytest.mark.parametrize(("m", "ef"), [(0, 100), (16, 0), (513, 100), (16, 3201)])
+def test_vector_index_options_outside_neo4j_limits_are_a_configuration_error(settings, m, ef) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORY_VECTOR_INDEX_M, settings.MEMORY_VECTOR_INDEX_EF_CONSTRUCTION = m, ef
+    with pytest.raises(ImproperlyConfigured, match="MEMORY_VECTOR_INDEX_M"):
+        cypher.index_statements()
+
+
+def test_a_server_before_5_26_gets_the_index_without_build_options() -> None:
+    statement = cypher.index_statements(hnsw_options=False)[0]
+    assert "vector.hnsw" not in statement and "quantization" not in statement
+    assert "`vector.dimensions`: 384" in statement
 
 
 def test_a_neo4j_too_old_for_vector_indexes_gets_a_clear_error() -> None:
