@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from typing import Any
 
 from core import graph
 from core.errors import PlatformError
@@ -80,8 +81,7 @@ def _report_config_drift(hnsw_options: bool) -> None:
             "MEMORY_VECTOR_INDEX_M/EF_CONSTRUCTION/QUANTIZATION"
         )
         return
-    rows = graph.read(cypher.VECTOR_INDEX_CONFIG, name=cypher.VECTOR_INDEX)
-    built = (rows[0]["config"] or {}) if rows else {}
+    built = built_vector_index_config()
     wanted = cypher.vector_index_config()
     differ = {
         key: (built.get(key), value)
@@ -97,6 +97,18 @@ def _report_config_drift(hnsw_options: bool) -> None:
             ", ".join(f"{k}: built {b!r}, setting {w!r}" for k, (b, w) in differ.items()),
             cypher.VECTOR_INDEX,
         )
+
+
+def built_vector_index_config() -> dict[str, Any]:
+    """The memory vector index's `indexConfig` as the server reports it ({} without the index). Neo4j
+    2026 reports quantization as `vector.quantization.type` (NONE, or BINARY when enabled at creation);
+    it is read back as the `vector.quantization.enabled` that 5.26 reports and the settings use."""
+    rows = graph.read(cypher.VECTOR_INDEX_CONFIG, name=cypher.VECTOR_INDEX)
+    built = dict((rows[0]["config"] or {}) if rows else {})
+    kind = built.pop("vector.quantization.type", None)
+    if kind is not None and "vector.quantization.enabled" not in built:
+        built["vector.quantization.enabled"] = str(kind).upper() != "NONE"
+    return built
 
 
 def forget_ready() -> None:

@@ -36,7 +36,7 @@ def _settings_variables() -> set[str]:
     for script in (REPO / "platform").rglob("*"):
         if script.is_file() and script.suffix == "" and script.read_text(errors="ignore").startswith("#!"):
             names |= set(re.findall(r"\$\{([A-Z0-9_]+):-", script.read_text()))
-    return names - {"PATH", "HOME"}
+    return names - {"PATH", "HOME", "JAVA_HOME", "MAVEN_OPTS"}  # the shell's, Java's and Maven's own
 
 
 def test_env_example_lists_every_variable() -> None:

@@ -7,7 +7,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core import graph
 from memory import cypher
-from memory.indexes import check_version, ensure_memory_indexes, forget_ready, version_supports_vectors
+from memory.indexes import (
+    built_vector_index_config,
+    check_version,
+    ensure_memory_indexes,
+    forget_ready,
+    version_supports_vectors,
+)
 from tests.conftest import make_tenant
 from tests.memory.helpers import assistant, count, msearch, store, user
 
@@ -191,7 +197,7 @@ def default_memory_indexes():  # type: ignore[no-untyped-def]
 
 
 def _vector_index_config() -> dict[str, object]:
-    return graph.read(cypher.VECTOR_INDEX_CONFIG, name=cypher.VECTOR_INDEX)[0]["config"]
+    return built_vector_index_config()
 
 
 def test_the_memory_vector_index_is_built_as_the_settings_say(

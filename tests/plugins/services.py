@@ -50,6 +50,11 @@ def pytest_load_initial_conftests(early_config, parser, args):  # type: ignore[n
     return (yield)
 
 
+def started(name: str) -> bool:
+    """Whether the suite started this service itself (not an external server from the environment)."""
+    return any(proc.name == name for proc in _started)
+
+
 def _stop_services() -> None:
     while _started:
         _started.pop().stop()
