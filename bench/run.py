@@ -54,6 +54,18 @@ def machine() -> dict[str, object]:
         "cpus": os.cpu_count(),
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "kernel": stdlib_platform.release(),
+        **embedded_neo4j(),
+    }
+
+
+def embedded_neo4j() -> dict[str, str]:
+    """The embedded launcher's Neo4j version and the JDK it was built for (its line follows the JDK)."""
+    target = Path(__file__).resolve().parents[1] / "platform" / "neo4j" / "target"
+    kernels = sorted((target / "lib").glob("neo4j-kernel-[0-9]*.jar"))
+    stamp = target / ".built"
+    return {
+        "neo4j": kernels[0].stem.removeprefix("neo4j-kernel-") if kernels else "not built",
+        "neo4j_jdk": stamp.read_text().strip() if stamp.exists() else "not built",
     }
 
 
