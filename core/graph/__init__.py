@@ -7,6 +7,7 @@ a driver traceback. The driver reconnects by itself when the server comes back.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -66,7 +67,16 @@ def get_driver() -> Driver:
                 user_agent="knowledge-platform/0.1",
             )
             _driver_pid = pid
+            atexit.register(_close_at_exit, _driver, pid)
     return _driver
+
+
+def _close_at_exit(driver: Driver, pid: int) -> None:
+    """Close this process's driver while the interpreter is still whole: left to the garbage
+    collector at shutdown, its `__del__` says goodbye to the server after the driver's modules are
+    torn down and prints a traceback (seen in a web process's log)."""
+    if pid == os.getpid():
+        driver.close()
 
 
 def reset_driver() -> None:
