@@ -73,6 +73,9 @@ def _scoped(serializer_class: type[serializers.Serializer], data: Any) -> tuple[
     return body, _scope(_valid(ScopeSerializer, body["scope"]))
 
 
+_NUMBER_TYPES = {float, int}  # exactly: bool and str are not numbers here
+
+
 class EmbeddingField(serializers.Field):
     """A list of numbers, checked in one pass: a per-element FloatField costs seconds for a batch
     of 1,000 384-dimension vectors. Dimensions and finiteness are checked by the service."""
@@ -80,7 +83,8 @@ class EmbeddingField(serializers.Field):
     default_error_messages = {"invalid": "must be a list of at most 8192 numbers"}
 
     def to_internal_value(self, data: Any) -> list[float]:
-        if not isinstance(data, list) or len(data) > 8192 or not all(type(x) in (float, int) for x in data):
+        # the types collected in C: a generator over 384,000 values took ~20 ms per 1,000 messages
+        if not isinstance(data, list) or len(data) > 8192 or not set(map(type, data)) <= _NUMBER_TYPES:
             self.fail("invalid")
         return data
 
@@ -133,7 +137,8 @@ class MemoryStoreApi(ProjectApi):
             raise serializers.ValidationError({f"messages[{first}]": errors[first]})
         messages = [MessageInput(**item) for item in batch.validated_data]
         result = services.memories_store(project_id=project_id, scope=scope, messages=messages)
-        return Response(StoreOutputSerializer(asdict(result)).data, status=status.HTTP_201_CREATED)
+        # the dataclass itself: `asdict` deep-copies every stored entry (~9 ms for 1,000)
+        return Response(StoreOutputSerializer(result).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         parameters=[OpenApiParameter(k, str, required=False) for k in (*SCOPE_KEYS, "cursor")]

@@ -98,7 +98,12 @@ def _supplied_embeddings(given: list[tuple[int, list[float]]]) -> dict[int, list
             f"messages[{position}].embedding must be finite and not all zero",
             details={"field": f"messages[{position}].embedding"},
         )
-    return {p: graph.Vector(row) for (p, _v), row in zip(given, matrix.tolist(), strict=True)}
+    # A vector of Python floats (what JSON numbers with a fraction or exponent parse to) goes on as it
+    # came; one with integers in it is converted. Building 384,000 new floats cost ~20 ms per 1,000.
+    return {
+        p: graph.Vector(vector if set(map(type, vector)) == {float} else matrix[i].tolist())
+        for i, (p, vector) in enumerate(given)
+    }
 
 
 def _finite_vector(vector: list[float]) -> bool:

@@ -63,6 +63,11 @@ def test_every_set_operation_requires_a_scope(tenant) -> None:  # type: ignore[n
         {"messages": [{"role": "user", "text": "x", "timestamp": "yesterday"}], "scope": {"user_id": "u"}},
         {"messages": [{"role": "user", "text": "x", "embedding": [0.1, 0.2]}], "scope": {"user_id": "u"}},
         {"messages": [{"role": "user", "text": "x", "embedding": [0.0] * 384}], "scope": {"user_id": "u"}},
+        # a boolean is not a number here, though Python counts it as an int
+        {
+            "messages": [{"role": "user", "text": "x", "embedding": [True] + [0.1] * 383}],
+            "scope": {"user_id": "u"},
+        },
         {
             "messages": [{"role": "user", "text": "ok"}, {"role": "user", "text": "x", "embedding": ["a"]}],
             "scope": {"user_id": "u"},
