@@ -11,9 +11,11 @@ Every figure is measured over HTTP against the whole platform (`platform/run.py`
    (the default: a Celery job per store derives facts, preferences and summaries on the same 2
    cores) the peer is timed alone before the stores and again after every job has finished (mean
    of the two), so that it does not share the CPU with the worker.
-2. Store with client-supplied embeddings (random unit vectors, 6 decimals): 20,000 messages in
-   requests of 1,000. Peer: a naive provider's one auto-commit `CREATE (m:Memory {...})` per message
-   through the Neo4j driver, 2,000 messages, 100 after each API request.
+2. Store with client-supplied embeddings (random unit vectors): 20,000 messages in requests of 1,000
+   with the embeddings as JSON arrays (6 decimals), and 20,000 more with them as base64 of float32,
+   one request of each form in turn (the first form alternates). Peer: a naive provider's one
+   auto-commit `CREATE (m:Memory {...})` per message through the Neo4j driver, 2,000 messages, 100
+   after each pair of API requests.
 3. Search: 200,000 memories of 1,000 users (200 each, random unit vectors, 8-16 words from the
    hotpotqa vocabulary) loaded through the API (not measured), then 200 queries (a random user, 2-4
    vocabulary words, embedded by the server), each through vector, hybrid, fulltext and recency
@@ -35,6 +37,7 @@ BENCH_MEMORY_SCALE (default 1) scales every count down for a quick try; the comm
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -79,7 +82,10 @@ FORGET_SIZE = 1000
 QUERIES = _scaled(200, 40)
 WARMUP_QUERIES = 20
 WARM_UP_STORES = 40  # stores of LOCAL_BATCH messages before the store figures are timed
-WARM_UP_CLIENT_STORES = 5  # stores of CLIENT_BATCH messages with client embeddings, likewise
+# stores of CLIENT_BATCH messages with client embeddings, likewise (half in each form): after five,
+# Neo4j's JIT compilers still took 3.5 CPU-seconds during the timed stores, after thirty 0.6
+WARM_UP_CLIENT_STORES = 20
+CLIENT_FORMS = ("json", "base64")  # embeddings as JSON arrays of numbers / base64 of float32
 LOAD_CLIENTS = 2  # concurrent requests while loading the search data (not measured)
 MODES = ["vector", "hybrid", "fulltext", "recency"]
 NAIVE_PROJECT = "bench-naive-provider"
@@ -200,11 +206,22 @@ def _unit_vectors(n: int, seed: int) -> np.ndarray:
     return np.round(vectors, 6)
 
 
-def _body(texts: list[tuple[str, str]], scope: dict[str, str], vectors: np.ndarray | None = None) -> bytes:
+def _body(
+    texts: list[tuple[str, str]],
+    scope: dict[str, str],
+    vectors: np.ndarray | None = None,
+    *,
+    base64_embeddings: bool = False,
+) -> bytes:
     messages: list[dict[str, Any]] = [{"role": role, "text": text} for role, text in texts]
     if vectors is not None:
-        for message, vector in zip(messages, vectors.tolist(), strict=True):
-            message["embedding"] = vector
+        if base64_embeddings:  # little-endian float32, as OpenAI's `encoding_format: "base64"`
+            encoded = [base64.b64encode(row.tobytes()).decode() for row in vectors.astype("<f4")]
+            for message, text in zip(messages, encoded, strict=True):
+                message["embedding"] = text
+        else:
+            for message, vector in zip(messages, vectors.tolist(), strict=True):
+                message["embedding"] = vector
     return json.dumps({"messages": messages, "scope": scope}).encode()
 
 
@@ -432,43 +449,56 @@ def _store_local(api: _Api, platform: PlatformRun, model: _Model, *, processing:
 
 
 def _store_client(api: _Api, platform: PlatformRun) -> dict[str, Any]:
+    """Client-supplied embeddings in both forms the API takes, request by request in turn (the form
+    that goes first alternates), so background merges and JIT compiling fall on both alike."""
     requests = CLIENT_MESSAGES // CLIENT_BATCH
     texts = chat_messages(CLIENT_MESSAGES, seed=2)
-    bodies = [
-        _body(
-            texts[i * CLIENT_BATCH : (i + 1) * CLIENT_BATCH],
-            {"application_id": "bench", "user_id": f"client-user-{i % 10}", "thread_id": f"client-{i}"},
-            _unit_vectors(CLIENT_BATCH, seed=1000 + i),
-        )
-        for i in range(requests)
-    ]
+    bodies = {
+        form: [
+            _body(
+                texts[i * CLIENT_BATCH : (i + 1) * CLIENT_BATCH],
+                {
+                    "application_id": "bench",
+                    "user_id": f"client-user-{i % 10}",
+                    "thread_id": f"client-{form}-{i}",
+                },
+                _unit_vectors(CLIENT_BATCH, seed=(1000 if form == "json" else 5000) + i),
+                base64_embeddings=form == "base64",
+            )
+            for i in range(requests)
+        ]
+        for form in CLIENT_FORMS
+    }
     per_request = NAIVE_MESSAGES // requests
     naive_vectors = _unit_vectors(NAIVE_MESSAGES, seed=3).tolist()
     naive_texts = chat_messages(NAIVE_MESSAGES, seed=4)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
-    # warm-up of this request shape (not timed)
+    # warm-up of this request shape, both forms (not timed)
     for i in range(WARM_UP_CLIENT_STORES):
         api.store(
             _body(
                 chat_messages(CLIENT_BATCH, seed=50 + i),
                 {"user_id": f"client-warm-up-{i}", "thread_id": f"client-warm-up-{i}"},
                 _unit_vectors(CLIENT_BATCH, seed=60 + i),
+                base64_embeddings=i % 2 == 1,
             )
         )
-    api_sec = naive_sec = 0.0
-    api_cpu: dict[str, float] = {}
-    api_neo4j = {"jit_compiler": 0.0, "rest": 0.0}
+    sec = dict.fromkeys(CLIENT_FORMS, 0.0)
+    cpu_by_form: dict[str, dict[str, float]] = {form: {} for form in CLIENT_FORMS}
+    neo4j_by_form = {form: {"jit_compiler": 0.0, "rest": 0.0} for form in CLIENT_FORMS}
+    naive_sec = 0.0
     with _driver(platform) as driver, driver.session() as session:
         session.run("RETURN 1").consume()
-        for i, body in enumerate(bodies):
-            cpu, threads = cpu_by_role(platform), neo4j_cpu(platform)
-            started = time.perf_counter()
-            api.store(body)
-            api_sec += time.perf_counter() - started
-            for role, sec in cpu_since(platform, cpu).items():
-                api_cpu[role] = round(api_cpu.get(role, 0.0) + sec, 1)
-            for part, sec in neo4j_cpu_since(platform, threads).items():
-                api_neo4j[part] = round(api_neo4j[part] + sec, 1)
+        for i in range(requests):
+            for form in CLIENT_FORMS if i % 2 == 0 else CLIENT_FORMS[::-1]:
+                cpu, threads = cpu_by_role(platform), neo4j_cpu(platform)
+                started = time.perf_counter()
+                api.store(bodies[form][i])
+                sec[form] += time.perf_counter() - started
+                for role, used in cpu_since(platform, cpu).items():
+                    cpu_by_form[form][role] = round(cpu_by_form[form].get(role, 0.0) + used, 1)
+                for part, used in neo4j_cpu_since(platform, threads).items():
+                    neo4j_by_form[form][part] = round(neo4j_by_form[form][part] + used, 1)
             started = time.perf_counter()
             for n in range(i * per_request, (i + 1) * per_request):
                 role, text = naive_texts[n]
@@ -488,11 +518,16 @@ def _store_client(api: _Api, platform: PlatformRun) -> dict[str, Any]:
     return {
         "messages": requests * CLIENT_BATCH,
         "requests": requests,
-        "request_mb_mean": round(statistics.fmean(len(b) for b in bodies) / 1e6, 2),
-        "api_s": round(api_sec, 2),
-        "api_msg_per_s": round(requests * CLIENT_BATCH / api_sec, 1),
-        "platform_cpu_s_during_api_stores": api_cpu,
-        "neo4j_cpu_s_during_api_stores": api_neo4j,
+        "request_mb_mean": round(statistics.fmean(len(b) for b in bodies["json"]) / 1e6, 2),
+        "request_mb_mean_base64": round(statistics.fmean(len(b) for b in bodies["base64"]) / 1e6, 2),
+        "api_s": round(sec["json"], 2),
+        "api_msg_per_s": round(requests * CLIENT_BATCH / sec["json"], 1),
+        "api_base64_s": round(sec["base64"], 2),
+        "api_base64_msg_per_s": round(requests * CLIENT_BATCH / sec["base64"], 1),
+        "platform_cpu_s_during_api_stores": cpu_by_form["json"],
+        "neo4j_cpu_s_during_api_stores": neo4j_by_form["json"],
+        "platform_cpu_s_during_api_base64_stores": cpu_by_form["base64"],
+        "neo4j_cpu_s_during_api_base64_stores": neo4j_by_form["base64"],
         "naive_messages": naive_done,
         "naive_s": round(naive_sec, 2),
         "naive_msg_per_s": round(naive_done / naive_sec, 1),
@@ -850,6 +885,13 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
         _row(
             f"store {n_client} msgs, client embeddings, 1,000/request (target >= 2000)",
             client["api_msg_per_s"],
+            "msg/s",
+            "naive CREATE per message (driver)",
+            client["naive_msg_per_s"],
+        ),
+        _row(
+            f"store {n_client} msgs, client embeddings as base64 float32, 1,000/request (target >= 2000)",
+            client["api_base64_msg_per_s"],
             "msg/s",
             "naive CREATE per message (driver)",
             client["naive_msg_per_s"],

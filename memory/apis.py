@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import asdict
 from typing import Any
 
+import numpy as np
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -74,19 +77,53 @@ def _scoped(serializer_class: type[serializers.Serializer], data: Any) -> tuple[
 
 
 _NUMBER_TYPES = {float, int}  # exactly: bool and str are not numbers here
+MAX_EMBEDDING_VALUES = 8192
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "array", "items": {"type": "number"}, "maxItems": MAX_EMBEDDING_VALUES},
+            {"type": "string", "format": "byte", "description": "base64 of little-endian float32 values"},
+        ]
+    }
+)
 class EmbeddingField(serializers.Field):
-    """A list of numbers, checked in one pass: a per-element FloatField costs seconds for a batch
-    of 1,000 384-dimension vectors. Dimensions and finiteness are checked by the service."""
+    """A client's embedding: a list of numbers, or a base64 string of little-endian float32 values
+    (what OpenAI's embeddings API returns with `encoding_format: "base64"`), a quarter of the bytes
+    for the server to receive and nothing to parse number by number. Checked in one pass (a
+    per-element FloatField costs seconds for 1,000 384-dimension vectors); dimensions and
+    finiteness are checked by the service."""
 
-    default_error_messages = {"invalid": "must be a list of at most 8192 numbers"}
+    default_error_messages = {
+        "invalid": (
+            f"must be a list of at most {MAX_EMBEDDING_VALUES} numbers or a base64 string of float32 values"
+        ),
+        "base64": "is not valid base64 of little-endian float32 values (4 bytes each)",
+    }
 
     def to_internal_value(self, data: Any) -> list[float]:
+        if isinstance(data, str):
+            return self._from_base64(data)
         # the types collected in C: a generator over 384,000 values took ~20 ms per 1,000 messages
-        if not isinstance(data, list) or len(data) > 8192 or not set(map(type, data)) <= _NUMBER_TYPES:
+        if (
+            not isinstance(data, list)
+            or len(data) > MAX_EMBEDDING_VALUES
+            or not set(map(type, data)) <= _NUMBER_TYPES
+        ):
             self.fail("invalid")
         return data
+
+    def _from_base64(self, data: str) -> list[float]:
+        if len(data) > (MAX_EMBEDDING_VALUES * 4 + 2) // 3 * 4:
+            self.fail("invalid")
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            self.fail("base64")
+        if not raw or len(raw) % 4:
+            self.fail("base64")
+        return np.frombuffer(raw, dtype="<f4").astype(np.float64).tolist()
 
     def to_representation(self, value: Any) -> Any:
         return value

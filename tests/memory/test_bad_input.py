@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+
+import numpy as np
 import pytest
 
 from core import graph
@@ -52,6 +55,10 @@ def test_every_set_operation_requires_a_scope(tenant) -> None:  # type: ignore[n
     assert memory_nodes(pid) == before
 
 
+def _b64(values: list[float]) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode()
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -63,6 +70,20 @@ def test_every_set_operation_requires_a_scope(tenant) -> None:  # type: ignore[n
         {"messages": [{"role": "user", "text": "x", "timestamp": "yesterday"}], "scope": {"user_id": "u"}},
         {"messages": [{"role": "user", "text": "x", "embedding": [0.1, 0.2]}], "scope": {"user_id": "u"}},
         {"messages": [{"role": "user", "text": "x", "embedding": [0.0] * 384}], "scope": {"user_id": "u"}},
+        # base64 embeddings: not base64, not whole float32 values, too few values, a NaN among them
+        {"messages": [{"role": "user", "text": "x", "embedding": "not base64!"}], "scope": {"user_id": "u"}},
+        {
+            "messages": [{"role": "user", "text": "x", "embedding": "AAAA" * 383 + "AA=="}],
+            "scope": {"user_id": "u"},
+        },
+        {
+            "messages": [{"role": "user", "text": "x", "embedding": _b64([0.5, 0.5])}],
+            "scope": {"user_id": "u"},
+        },
+        {
+            "messages": [{"role": "user", "text": "x", "embedding": _b64([np.nan] + [0.1] * 383)}],
+            "scope": {"user_id": "u"},
+        },
         # a boolean is not a number here, though Python counts it as an int
         {
             "messages": [{"role": "user", "text": "x", "embedding": [True] + [0.1] * 383}],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+
+import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -98,6 +101,36 @@ def test_client_supplied_embeddings_are_stored_as_given() -> None:
     )
     assert [row["e"] for row in stored] == [vector, [float(x) for x in other]]
     assert all(type(x) is float for x in stored[1]["e"])
+
+
+def test_base64_float32_embeddings_are_stored_as_their_values_and_found() -> None:
+    tenant = make_tenant("mem-emb-b64")
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(3, 384)).astype("<f4")
+    response = store(
+        tenant.client(tenant.write_key),
+        tenant.project.id,
+        [
+            user(f"message {i}", embedding=base64.b64encode(vector.tobytes()).decode())
+            for i, vector in enumerate(vectors)
+        ],
+        user_id="u",
+    )
+    assert response.status_code == 201, response.json()
+    stored = graph.read(
+        "MATCH (m:Memory {project_id: $p}) RETURN m.embedding AS e ORDER BY m.seq", p=tenant.project.id
+    )
+    assert [row["e"] for row in stored] == vectors.astype(np.float64).tolist()
+    # and the vector index holds them: each is its own nearest neighbour
+    for i, vector in enumerate(vectors):
+        nearest = graph.read(
+            "CALL db.index.vector.queryNodes($index, 50, $v) YIELD node, score "
+            "WHERE node.project_id = $p RETURN node.text AS text LIMIT 1",
+            index=cypher.VECTOR_INDEX,
+            v=vector.tolist(),
+            p=tenant.project.id,
+        )
+        assert nearest == [{"text": f"message {i}"}]
 
 
 @pytest.mark.parametrize("mode", ["vector", "fulltext", "hybrid"])
