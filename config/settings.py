@@ -150,6 +150,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # one name per choice set that several fields share
+    "ENUM_NAME_OVERRIDES": {
+        "AccessibilityEnum": "core.models.ACCESSIBILITY",
+        "SearchModeEnum": "retrieval.dto.MODES",
+        "MemorySearchModeEnum": "memory.dto.SEARCH_MODES",
+        "DriftModeEnum": ["llm", "extractive"],
+    },
 }
 
 # --- Neo4j ------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ class SettingsInput(StrictSerializer):
 class ConversationPrivacyApi(ProjectApi):
     """GET/PATCH /projects/{pid}/conversations/{id}/privacy — seed 003's privacy settings."""
 
-    class InputSerializer(SettingsInput):
+    class ConversationPrivacyInputSerializer(SettingsInput):
         accessibility = serializers.ChoiceField(choices=ACCESSIBILITY, required=False)
         retention_days = serializers.IntegerField(
             min_value=1, max_value=36_500, required=False, allow_null=True
@@ -51,15 +51,16 @@ class ConversationPrivacyApi(ProjectApi):
         anonymize = serializers.BooleanField(required=False)
         expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
+    @extend_schema(responses={200: dict})
     def get(self, request: Request, project_id: str, conversation_id: str) -> Response:
         return Response(
             selectors.conversation_privacy_get(project_id=project_id, conversation_id=conversation_id)
         )
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request=ConversationPrivacyInputSerializer, responses={200: dict})
     def patch(self, request: Request, project_id: str, conversation_id: str) -> Response:
         _require_perm(request, "curation.change_privacy")
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.ConversationPrivacyInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         changes: dict[str, Any] = {k: data[k] for k in ("retention_days", "expires_at") if k in data}
@@ -77,7 +78,7 @@ class ConversationPrivacyApi(ProjectApi):
 class ProjectPrivacyApi(ProjectApi):
     """GET/PATCH /projects/{pid}/privacy — defaults of new conversations and redaction at ingest."""
 
-    class InputSerializer(SettingsInput):
+    class ProjectPrivacyInputSerializer(SettingsInput):
         default_accessibility = serializers.ChoiceField(choices=ACCESSIBILITY, required=False)
         default_retention_days = serializers.IntegerField(
             min_value=1, max_value=36_500, required=False, allow_null=True
@@ -89,13 +90,14 @@ class ProjectPrivacyApi(ProjectApi):
     def required_scope(self) -> str:
         return "read" if self.request.method == "GET" else "admin"
 
+    @extend_schema(responses={200: dict})
     def get(self, request: Request, project_id: str) -> Response:
         return Response(services.project_privacy_get(project_id=project_id))
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request=ProjectPrivacyInputSerializer, responses={200: dict})
     def patch(self, request: Request, project_id: str) -> Response:
         _require_perm(request, "core.change_project")
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.ProjectPrivacyInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         return Response(
             services.project_privacy_set(
@@ -125,7 +127,7 @@ class ErasureRequestApi(ProjectApi):
 
     required_scope = "admin"
 
-    class InputSerializer(StrictSerializer):
+    class ErasureInputSerializer(StrictSerializer):
         user_id = serializers.CharField(max_length=256)
 
         def to_internal_value(self, data: Any) -> Any:
@@ -133,10 +135,10 @@ class ErasureRequestApi(ProjectApi):
                 raise serializers.ValidationError({"user_id": ["must be a string"]})  # 5 is not "5"
             return super().to_internal_value(data)
 
-    @extend_schema(request=InputSerializer, responses={202: ErasureOutputSerializer})
+    @extend_schema(request=ErasureInputSerializer, responses={202: ErasureOutputSerializer})
     def post(self, request: Request, project_id: str) -> Response:
         _require_perm(request, "curation.run_erasurerequest")
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.ErasureInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         erasure = services.erasure_request_create(
             project_id=project_id, user_id=serializer.validated_data["user_id"], actor=actor_of(request)

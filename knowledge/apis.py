@@ -227,6 +227,7 @@ class DocumentDetailApi(ProjectApi):
             ).data
         )
 
+    @extend_schema(responses={204: None})
     def delete(self, request: Request, project_id: str, document_id: str) -> Response:
         services.document_delete(project_id=project_id, document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

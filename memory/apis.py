@@ -178,8 +178,10 @@ class MemoryStoreApi(ProjectApi):
         return Response(StoreOutputSerializer(result).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
+        operation_id="memories_list",
         parameters=[OpenApiParameter(k, str, required=False) for k in (*SCOPE_KEYS, "cursor")]
-        + [OpenApiParameter("limit", int, required=False)]
+        + [OpenApiParameter("limit", int, required=False)],
+        responses={200: dict},
     )
     def get(self, request: Request, project_id: str) -> Response:
         params = request.query_params
@@ -199,7 +201,7 @@ class MemoryStoreApi(ProjectApi):
         return Response({"items": items, "next_cursor": next_cursor})
 
 
-class SearchInputSerializer(StrictSerializer):
+class MemorySearchInputSerializer(StrictSerializer):
     query = serializers.CharField(allow_blank=True, trim_whitespace=False, default="")
     scope = serializers.DictField()
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
@@ -217,9 +219,9 @@ class SearchInputSerializer(StrictSerializer):
 class MemorySearchApi(ProjectApi):
     required_scope = "read"
 
-    @extend_schema(request=SearchInputSerializer)
+    @extend_schema(request=MemorySearchInputSerializer, responses={200: dict})
     def post(self, request: Request, project_id: str) -> Response:
-        data, scope = _scoped(SearchInputSerializer, request.data)
+        data, scope = _scoped(MemorySearchInputSerializer, request.data)
         result = selectors.memories_search(
             project_id=project_id,
             scope=scope,
@@ -234,9 +236,11 @@ class MemorySearchApi(ProjectApi):
 class MemoryDetailApi(ProjectApi):
     required_scope = None
 
+    @extend_schema(operation_id="memory_get", responses={200: dict})
     def get(self, request: Request, project_id: str, memory_id: str) -> Response:
         return Response(selectors.memory_get(project_id=project_id, memory_id=memory_id))
 
+    @extend_schema(responses={200: dict})
     def delete(self, request: Request, project_id: str, memory_id: str) -> Response:
         erased = services.memory_delete(
             project_id=project_id, memory_id=memory_id, requested_by=_requested_by(request)
@@ -251,7 +255,7 @@ class ScopeOnlySerializer(StrictSerializer):
 class MemoryForgetApi(ProjectApi):
     required_scope = "write"
 
-    @extend_schema(request=ScopeOnlySerializer)
+    @extend_schema(request=ScopeOnlySerializer, responses={200: dict})
     def post(self, request: Request, project_id: str) -> Response:
         data, scope = _scoped(ScopeOnlySerializer, request.data)
         result = services.memories_forget(
@@ -263,7 +267,7 @@ class MemoryForgetApi(ProjectApi):
 class MemorySummarizeApi(ProjectApi):
     required_scope = "write"
 
-    @extend_schema(request=ScopeOnlySerializer)
+    @extend_schema(request=ScopeOnlySerializer, responses={202: dict})
     def post(self, request: Request, project_id: str) -> Response:
         data, scope = _scoped(ScopeOnlySerializer, request.data)
         job_id = services.memories_summarize(project_id=project_id, scope=scope)
@@ -278,7 +282,7 @@ class ConsolidateInputSerializer(StrictSerializer):
 class MemoryConsolidateApi(ProjectApi):
     required_scope = "write"
 
-    @extend_schema(request=ConsolidateInputSerializer)
+    @extend_schema(request=ConsolidateInputSerializer, responses={202: dict})
     def post(self, request: Request, project_id: str) -> Response:
         data, scope = _scoped(ConsolidateInputSerializer, request.data)
         job_id = services.memories_consolidate_queue(

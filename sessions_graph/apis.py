@@ -111,6 +111,7 @@ class EventAppendSerializer(StrictSerializer):
 
 class SessionListCreateApi(ProjectApi):
     @extend_schema(
+        operation_id="sessions_list",
         parameters=[OpenApiParameter("limit", int), OpenApiParameter("cursor", str)],
         responses={200: dict},
     )
@@ -178,6 +179,7 @@ class UserStateApi(ProjectApi):
 
 class SessionDetailApi(ProjectApi):
     @extend_schema(
+        operation_id="session_get",
         parameters=[OpenApiParameter("num_recent_events", int), OpenApiParameter("after_timestamp", float)],
         responses={200: dict},
     )
@@ -197,6 +199,7 @@ class SessionDetailApi(ProjectApi):
             raise NotFound("session not found")
         return Response(session)
 
+    @extend_schema(responses={204: None})
     def delete(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
@@ -245,6 +248,10 @@ class EventAppendApi(ProjectApi):
 
 
 class SessionTimelineApi(ProjectApi):
+    @extend_schema(
+        parameters=[OpenApiParameter("after_seq", int), OpenApiParameter("limit", int)],
+        responses={200: dict},
+    )
     def get(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
@@ -261,6 +268,7 @@ class SessionTimelineApi(ProjectApi):
 
 
 class SessionToolStatsApi(ProjectApi):
+    @extend_schema(responses={200: dict})
     def get(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
@@ -272,6 +280,10 @@ class SessionToolStatsApi(ProjectApi):
 
 
 class SessionStateHistoryApi(ProjectApi):
+    @extend_schema(
+        parameters=[OpenApiParameter("key", str), OpenApiParameter("limit", int)],
+        responses={200: dict},
+    )
     def get(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
@@ -346,7 +358,11 @@ class SessionMemoryApi(ProjectApi):
             )
         return Response(result, status=status.HTTP_201_CREATED)
 
-    @extend_schema(parameters=[OpenApiParameter("session_id", str)], responses={200: dict})
+    @extend_schema(
+        operation_id="user_memory_delete",
+        parameters=[OpenApiParameter("session_id", str)],
+        responses={200: dict},
+    )
     def delete(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
         _names(app_name=app_name, user_id=user_id)
         session_id = request.query_params.get("session_id") or None
@@ -385,7 +401,7 @@ class SessionMemorySearchApi(ProjectApi):
 class SessionMemoryItemApi(ProjectApi):
     """One memory of the app's user, by the id a search returned."""
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(operation_id="user_memory_item_delete", responses={200: dict})
     def delete(
         self, request: Request, project_id: str, app_name: str, user_id: str, memory_id: str
     ) -> Response:

@@ -1,0 +1,21 @@
+"""OpenAPI extensions for drf-spectacular: how the schema describes the platform's own classes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """`core.auth.ApiKeyAuthentication`: an API key as a bearer token (`Authorization: Bearer kp_…`)."""
+
+    target_class = "core.auth.ApiKeyAuthentication"
+    name = "apiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A project API key (`kp_…`), issued by `manage.py create_api_key` or the admin",
+        }
