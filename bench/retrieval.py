@@ -148,6 +148,17 @@ def _fusion_sweep(
     return sweep
 
 
+def _peer_on_procedures() -> None:
+    """neo4j-graphrag 1.17 sends its vector searches as Cypher's `SEARCH` clause to any server from
+    2026.01 on, but that clause parses only where Cypher 25 is the database's default language. The
+    embedded Neo4j keeps Cypher 5 (the platform's queries are written for it), so the peer is run on
+    its `db.index.vector.queryNodes` path: the queries it sends to every older server."""
+    from neo4j_graphrag.retrievers import hybrid, vector
+
+    for module in (hybrid, vector):
+        module.supports_search_clause = lambda *_args, **_kwargs: False  # type: ignore[attr-defined]
+
+
 def _peer_quality(
     neo4j_port: int, titles_by_doc: dict[str, str], questions: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -157,6 +168,7 @@ def _peer_quality(
 
     from retrieval.lucene import escape
 
+    _peer_on_procedures()
     embedder = _MiniLM()
     escaped = 0
     ranked: dict[str, list[list[str]]] = {"naive": [], "linear alpha=0.5": []}
@@ -289,6 +301,7 @@ def _latency(platform: PlatformRun, admin_key: str, env: dict[str, str]) -> dict
 
     from retrieval.lucene import query_terms
 
+    _peer_on_procedures()
     rng = random.Random(11)
     base, neo4j_port = platform.base, platform.ports["neo4j"]
     admin = {"Authorization": f"Bearer {admin_key}"}
