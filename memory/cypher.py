@@ -102,7 +102,9 @@ CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row
                   thread_id: $thread_id, scope_tokens: $scope_tokens, conversation_id: c.id,
                   seq: base + i + 1, token_count: row.token_count, processed: false,
                   accessibility: c.accessibility})
-SET m.embedding = row.embedding
+// stored as float32 (the vector index's precision): half the bytes of a list of doubles to write
+WITH c, base, previous, m, row
+CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
 CREATE (m)-[:PART_OF]->(c)
 WITH c, base, previous, collect(m) AS ms
 CALL (previous, ms) {

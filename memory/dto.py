@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 SEARCH_MODES = ("vector", "fulltext", "hybrid", "recency")
 DEPTHS = ("messages", "summaries", "facts")
 LEVELS = ("message", "summary", "fact", "preference", "profile")
@@ -17,7 +20,9 @@ class MessageInput:
     message_id: str | None = None
     author_name: str | None = None
     timestamp: str | None = None  # ISO-8601; now when not given
-    embedding: list[float] | None = None  # client-supplied; computed when not given
+    # client-supplied, computed when not given: the numbers as sent, or the float32 values of a
+    # base64 string (kept as an array until the service converts the whole batch at once)
+    embedding: list[float] | npt.NDArray[np.float32] | None = None
 
 
 @dataclass

@@ -83,7 +83,7 @@ def test_roles_outside_memory_roles_are_skipped_and_reported() -> None:
     assert count("Memory", tenant.project.id) == 1
 
 
-def test_client_supplied_embeddings_are_stored_as_given() -> None:
+def test_client_supplied_embeddings_are_stored_as_their_float32_values() -> None:
     tenant = make_tenant("mem-emb")
     vector: list[float] = [0.0] * 384
     vector[7] = 1.0
@@ -99,7 +99,12 @@ def test_client_supplied_embeddings_are_stored_as_given() -> None:
     stored = graph.read(
         "MATCH (m:Memory {project_id: $p}) RETURN m.embedding AS e ORDER BY m.seq", p=tenant.project.id
     )
-    assert [row["e"] for row in stored] == [vector, [float(x) for x in other]]
+    # float32, the precision of Neo4j's vector index: i / 997 is not a float32 value, so it changes
+    assert [row["e"] for row in stored] == [
+        vector,
+        np.asarray(other, dtype=np.float32).astype(np.float64).tolist(),
+    ]
+    assert stored[1]["e"][1] != other[1]
     assert all(type(x) is float for x in stored[1]["e"])
 
 
@@ -131,6 +136,32 @@ def test_base64_float32_embeddings_are_stored_as_their_values_and_found() -> Non
             p=tenant.project.id,
         )
         assert nearest == [{"text": f"message {i}"}]
+
+
+def test_a_batch_may_mix_base64_and_json_embeddings() -> None:
+    tenant = make_tenant("mem-emb-mixed")
+    rng = np.random.default_rng(8)
+    vectors = rng.normal(size=(3, 384)).astype("<f4")
+    as_ints = [int(x * 100) or 1 for x in vectors[2]]
+    response = store(
+        tenant.client(tenant.write_key),
+        tenant.project.id,
+        [
+            user("json", embedding=vectors[0].tolist()),
+            user("base64", embedding=base64.b64encode(vectors[1].tobytes()).decode()),
+            user("integers", embedding=as_ints),
+        ],
+        user_id="u",
+    )
+    assert response.status_code == 201, response.json()
+    stored = graph.read(
+        "MATCH (m:Memory {project_id: $p}) RETURN m.text AS t, m.embedding AS e ORDER BY m.seq",
+        p=tenant.project.id,
+    )
+    assert [row["t"] for row in stored] == ["json", "base64", "integers"]
+    assert stored[0]["e"] == vectors[0].astype(np.float64).tolist()
+    assert stored[1]["e"] == vectors[1].astype(np.float64).tolist()
+    assert stored[2]["e"] == [float(x) for x in as_ints]
 
 
 @pytest.mark.parametrize("mode", ["vector", "fulltext", "hybrid"])
