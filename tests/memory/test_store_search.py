@@ -270,16 +270,17 @@ def test_the_memory_vector_index_is_built_as_the_settings_say(
     built = _vector_index_config()
     assert built["vector.hnsw.m"] == settings.MEMORY_VECTOR_INDEX_M == 16
     assert built["vector.hnsw.ef_construction"] == settings.MEMORY_VECTOR_INDEX_EF_CONSTRUCTION == 100
-    assert built["vector.quantization.enabled"] is True
+    assert built["vector.quantization.enabled"] is settings.MEMORY_VECTOR_INDEX_QUANTIZATION is False
     settings.MEMORY_VECTOR_INDEX_M = 8
     settings.MEMORY_VECTOR_INDEX_EF_CONSTRUCTION = 40
-    settings.MEMORY_VECTOR_INDEX_QUANTIZATION = False
+    settings.MEMORY_VECTOR_INDEX_QUANTIZATION = True
     # an existing index keeps its options: the next process says so, naming the differences
     forget_ready()
     with caplog.at_level("WARNING", logger="memory.indexes"):
         ensure_memory_indexes()
     assert "vector.hnsw.m: built 16, setting 8" in caplog.text
     assert "vector.hnsw.ef_construction: built 100, setting 40" in caplog.text
+    assert "vector.quantization.enabled: built False, setting True" in caplog.text
     assert _vector_index_config()["vector.hnsw.m"] == 16
     # a new index is built with them, and then nothing differs
     caplog.clear()
@@ -289,7 +290,7 @@ def test_the_memory_vector_index_is_built_as_the_settings_say(
     assert caplog.text == ""
     built = _vector_index_config()
     assert (built["vector.hnsw.m"], built["vector.hnsw.ef_construction"]) == (8, 40)
-    assert built["vector.quantization.enabled"] is False
+    assert built["vector.quantization.enabled"] is True
     # stores and searches work on it
     tenant = make_tenant("mem-idx-options")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
