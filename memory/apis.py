@@ -124,7 +124,7 @@ class EmbeddingField(serializers.Field):
             self.fail("base64")
         if not raw or len(raw) % 4:
             self.fail("base64")
-        # an array over the decoded bytes: the service converts the batch's vectors together
+        # an array over the decoded bytes: the service checks the batch as one matrix and converts it
         return np.frombuffer(raw, dtype="<f4")
 
     def to_representation(self, value: Any) -> Any:

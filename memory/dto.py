@@ -21,7 +21,7 @@ class MessageInput:
     author_name: str | None = None
     timestamp: str | None = None  # ISO-8601; now when not given
     # client-supplied, computed when not given: the numbers as sent, or the float32 values of a
-    # base64 string (kept as an array until the service converts the whole batch at once)
+    # base64 string (kept as an array: the service checks the batch as one matrix, then converts it)
     embedding: list[float] | npt.NDArray[np.float32] | None = None
 
 

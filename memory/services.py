@@ -101,9 +101,6 @@ def _supplied_embeddings(
             f"messages[{position}].embedding must be finite and not all zero",
             details={"field": f"messages[{position}].embedding"},
         )
-    if all(isinstance(vector, np.ndarray) for _p, vector in given):
-        # all decoded from base64: the whole matrix becomes lists in one call
-        return {p: graph.Vector(row) for (p, _v), row in zip(given, matrix.tolist(), strict=True)}
     # A list of Python floats (what JSON numbers with a fraction or exponent parse to) goes on as it
     # came; one with integers in it, or an array, is converted. Building 384,000 new floats cost
     # ~20 ms per 1,000.
