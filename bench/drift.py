@@ -27,7 +27,7 @@ import redis
 from bench.ingestion import _issue_key, _post_all, _wait, load_corpus
 from bench.memory import _code_version
 from bench.retrieval import load_questions
-from bench.startup import PlatformRun, _role, _row
+from bench.startup import PlatformRun, _role, _row, redis_password
 from tests.support.openai_server import FakeOpenAI, Step
 
 LLM_DELAY_SEC = 0.3
@@ -136,7 +136,7 @@ class _FirstEvents:
 
     def __init__(self, port: int) -> None:
         self.first: dict[str, float] = {}
-        self._pubsub = redis.Redis(port=port).pubsub()
+        self._pubsub = redis.Redis(port=port, password=redis_password()).pubsub()
         self._pubsub.subscribe("ui:retrieval_progress")
         self._pubsub.get_message(timeout=2)
         self._stop = threading.Event()

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_cpu, neo4j_cpu_since
+from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "data" / "hotpotqa-100" / "corpus.json"
@@ -135,7 +135,7 @@ def _shape(client: httpx.Client, platform: PlatformRun) -> dict[str, Any]:
         "duplicate_entity_keys": "MATCH (e:Entity) WITH e.project_id AS p, e.key AS k, count(*) AS c "
         "WHERE c > 1 RETURN count(*) AS n",
     }
-    with GraphDatabase.driver(f"bolt://127.0.0.1:{platform.ports['neo4j']}", auth=("neo4j", "")) as driver:
+    with GraphDatabase.driver(f"bolt://127.0.0.1:{platform.ports['neo4j']}", auth=neo4j_auth()) as driver:
         return {name: driver.execute_query(q).records[0]["n"] for name, q in checks.items()}
 
 

@@ -60,7 +60,7 @@ import numpy as np
 
 from bench.ingestion import _issue_key
 from bench.retrieval import _pct, _vocabulary
-from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_cpu, neo4j_cpu_since
+from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
 
 SCALE = float(os.environ.get("BENCH_MEMORY_SCALE", "1"))
 
@@ -345,7 +345,7 @@ class _ForeignLoad:
 def _driver(platform: PlatformRun) -> Any:
     from neo4j import GraphDatabase
 
-    return GraphDatabase.driver(f"bolt://127.0.0.1:{platform.ports['neo4j']}", auth=("neo4j", ""))
+    return GraphDatabase.driver(f"bolt://127.0.0.1:{platform.ports['neo4j']}", auth=neo4j_auth())
 
 
 # --- 1. store with the local embedder ---------------------------------------------------------------------

@@ -31,7 +31,7 @@ import httpx
 import numpy as np
 
 from bench.ingestion import _issue_key, _post_all, load_corpus
-from bench.startup import PlatformRun, _row
+from bench.startup import PlatformRun, _row, neo4j_auth
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "hotpotqa-100"
 MODES = ["vector", "fulltext", "hybrid"]
@@ -172,7 +172,7 @@ def _peer_quality(
     embedder = _MiniLM()
     escaped = 0
     ranked: dict[str, list[list[str]]] = {"naive": [], "linear alpha=0.5": []}
-    with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver:
+    with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=neo4j_auth()) as driver:
         retriever = HybridRetriever(
             driver,
             vector_index_name="chunk_embedding",
@@ -257,7 +257,7 @@ def _load_synthetic(neo4j_port: int, project_ids: list[str], rng: random.Random)
     vocab = _vocabulary()
     nprng = np.random.default_rng(7)
     started = time.perf_counter()
-    with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver:
+    with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=neo4j_auth()) as driver:
         for project in project_ids:
             for first in range(0, CHUNKS_PER_PROJECT, 1000):
                 vectors = nprng.normal(size=(1000, DIMS)).astype(np.float32)
@@ -325,7 +325,7 @@ def _latency(platform: PlatformRun, admin_key: str, env: dict[str, str]) -> dict
     embedder = _MiniLM()
     with (
         httpx.Client(base_url=base, timeout=60) as client,
-        GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=("neo4j", "")) as driver,
+        GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=neo4j_auth()) as driver,
     ):
         # a first search asks for each project's own vector index (as ingestion would have); wait for
         # them before measuring

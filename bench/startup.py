@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -28,6 +29,18 @@ import psutil
 from core.runtime import free_port, start_neo4j, start_redis
 
 REPO = Path(__file__).resolve().parent.parent
+# Every platform a bench starts runs its embedded Neo4j and Redis with these passwords (as `make run`
+# does with its generated ones); the bench's own drivers use them too.
+os.environ.setdefault("NEO4J_PASSWORD", secrets.token_urlsafe(32))
+os.environ.setdefault("REDIS_PASSWORD", secrets.token_urlsafe(32))
+
+
+def neo4j_auth() -> tuple[str, str]:
+    return ("neo4j", os.environ["NEO4J_PASSWORD"])
+
+
+def redis_password() -> str:
+    return os.environ["REDIS_PASSWORD"]
 
 
 def _vm_hwm_mib(pid: int) -> float | None:
@@ -118,6 +131,13 @@ class PlatformRun:
         raise RuntimeError(f"never printed {pattern!r}:\n" + "\n".join(line for _, line in self.lines[-40:]))
 
     def value(self, label: str) -> str:
+        """A value `make run` printed; the demo key and project come from VAR_DIR/credentials."""
+        stored = {"demo API key": "DEMO_API_KEY", "demo project": "DEMO_PROJECT_ID"}
+        if label in stored and (self.var_dir / "credentials").is_file():
+            for line in (self.var_dir / "credentials").read_text().splitlines():
+                name, _, value = line.partition("=")
+                if name == stored[label]:
+                    return value
         for _, line in self.lines:
             match = re.search(rf"{label}\s+(\S+)$", line)
             if match:
@@ -130,7 +150,7 @@ class PlatformRun:
             **os.environ,
             "VAR_DIR": str(self.var_dir),
             "NEO4J_URI": f"bolt://127.0.0.1:{self.ports['neo4j']}",
-            "REDIS_URL": f"redis://127.0.0.1:{self.ports['redis']}/0",
+            "REDIS_URL": f"redis://:{redis_password()}@127.0.0.1:{self.ports['redis']}/0",
         }
 
     def wait_healthy(self, timeout: float = 300) -> float:
@@ -205,8 +225,8 @@ def _bare_services(tmp: Path) -> dict[str, float]:
     for phase in ("cold", "warm"):
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=2) as pool:
-            neo4j_future = pool.submit(start_neo4j, tmp / "peer-neo4j")
-            redis_future = pool.submit(start_redis, tmp / "peer-redis")
+            neo4j_future = pool.submit(start_neo4j, tmp / "peer-neo4j", password=neo4j_auth()[1])
+            redis_future = pool.submit(start_redis, tmp / "peer-redis", password=redis_password())
             results = {"neo4j": neo4j_future.result(), "redis": redis_future.result()}
         out[f"services_{phase}_s"] = round(time.monotonic() - started, 2)
         out[f"redis_{phase}_s"] = round(results["redis"].started_sec, 2)

@@ -10,6 +10,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from config.secrets import MIN_SECRET_KEY_CHARS, PUBLIC_SECRET_KEYS, install_secret
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -21,7 +23,14 @@ VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
 
 # --- Django core ------------------------------------------------------------------------------
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-dev-key-change-me-in-production")
+# Unset: a key generated on first start and kept in VAR_DIR/secret_key (mode 0600), one per install.
+# A known public value or a short key is refused unless DEBUG is on.
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or install_secret(VAR_DIR / "secret_key")
+if not DEBUG and (SECRET_KEY in PUBLIC_SECRET_KEYS or len(SECRET_KEY) < MIN_SECRET_KEY_CHARS):
+    raise ImproperlyConfigured(
+        f"DJANGO_SECRET_KEY is a public default or shorter than {MIN_SECRET_KEY_CHARS} characters; "
+        "unset it to use the per-install key in VAR_DIR/secret_key, or set a long random value"
+    )
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -48,6 +57,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "core.middleware.BodySizeLimitMiddleware",
+    "core.middleware.ProbeThrottleMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -122,6 +132,14 @@ ADMIN_PASSWORD = env.str("DJANGO_ADMIN_PASSWORD", default="")
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="600/min")
+# Failed authentications and cross-tenant probes (another project's id, a missing scope) allowed per
+# client address and per key prefix; past it every request from there answers 429 until the window ends.
+API_PROBE_RATE = env.str("API_PROBE_RATE", default="30/min")
+# Projects one API key (admin scope) may create; staff users with core.add_project have no quota.
+API_KEY_PROJECT_QUOTA = env.int("API_KEY_PROJECT_QUOTA", default=20)
+# An open progress websocket re-checks its key at most this often (seconds) while events flow;
+# revoking or deleting a key also closes its sockets at once.
+WS_KEY_RECHECK_SEC = env.float("WS_KEY_RECHECK_SEC", default=30.0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -159,6 +177,9 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# GET of a session returns at most this many events per page (next_events_cursor for the rest).
+SESSION_EVENTS_PAGE_MAX = env.int("SESSION_EVENTS_PAGE_MAX", default=1000)
+
 # --- Neo4j ------------------------------------------------------------------------------------------
 # NEO4J_URI unset: the embedded launcher (platform/neo4j) is started on NEO4J_BOLT_PORT.
 # NEO4J_URI set: that server is used and nothing local is started.
@@ -166,7 +187,10 @@ NEO4J_BOLT_PORT = env.int("NEO4J_BOLT_PORT", default=7687)
 NEO4J_EMBEDDED = not env.str("NEO4J_URI", default="")
 NEO4J_URI = env.str("NEO4J_URI", default="") or f"bolt://127.0.0.1:{NEO4J_BOLT_PORT}"
 NEO4J_USERNAME = env.str("NEO4J_USERNAME", default="neo4j")
-NEO4J_PASSWORD = env.str("NEO4J_PASSWORD", default="")
+# The embedded Neo4j's password is generated per install (VAR_DIR/neo4j_password, 0600) unless set.
+NEO4J_PASSWORD = env.str("NEO4J_PASSWORD", default="") or (
+    install_secret(VAR_DIR / "neo4j_password") if NEO4J_EMBEDDED else ""
+)
 NEO4J_DATABASE = env.str("NEO4J_DATABASE", default="neo4j")
 NEO4J_CONNECTION_TIMEOUT_SEC = env.float("NEO4J_CONNECTION_TIMEOUT_SEC", default=5.0)
 NEO4J_MAX_POOL_SIZE = env.int("NEO4J_MAX_POOL_SIZE", default=50)
@@ -179,7 +203,11 @@ NEOMODEL_FORCE_TIMEZONE = False
 # --- Redis, Celery, Channels ----------------------------------------------------------------------
 REDIS_PORT = env.int("REDIS_PORT", default=6379)
 REDIS_EMBEDDED = not env.str("REDIS_URL", default="")
-REDIS_URL = env.str("REDIS_URL", default="") or f"redis://127.0.0.1:{REDIS_PORT}/0"
+# The embedded Redis's password: REDIS_PASSWORD, else generated per install (VAR_DIR/redis_password).
+REDIS_PASSWORD = env.str("REDIS_PASSWORD", default="") or (
+    install_secret(VAR_DIR / "redis_password") if REDIS_EMBEDDED else ""
+)
+REDIS_URL = env.str("REDIS_URL", default="") or f"redis://:{REDIS_PASSWORD}@127.0.0.1:{REDIS_PORT}/0"
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)

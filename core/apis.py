@@ -10,8 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import selectors, services
-from core.api_base import PlatformApi, ProjectApi
-from core.auth import request_project_id
+from core.api_base import MAX_OFFSET, PlatformApi, ProjectApi
+from core.auth import request_api_key, request_project_id
 
 
 class HealthzApi(APIView):
@@ -39,11 +39,12 @@ class ProjectOutputSerializer(serializers.Serializer):
 
 class ProjectListCreateApi(PlatformApi):
     """GET lists the projects the caller may see (a key: its own; staff: all); POST creates one
-    (staff users or keys with the `admin` scope). One view because both live on /projects."""
+    (staff users with `core.add_project`, or keys with the `admin` scope up to their
+    API_KEY_PROJECT_QUOTA). One view because both live on /projects."""
 
     class ListSerializer(serializers.Serializer):
         limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200, allow_blank=False, trim_whitespace=True)
@@ -51,6 +52,10 @@ class ProjectListCreateApi(PlatformApi):
     @property
     def required_scope(self) -> str:
         return "admin" if self.request.method == "POST" else "read"
+
+    @property
+    def staff_permission(self) -> str | None:
+        return "core.add_project" if self.request.method == "POST" else None
 
     @extend_schema(parameters=[ListSerializer], responses={200: ProjectOutputSerializer(many=True)})
     def get(self, request: Request) -> Response:
@@ -73,7 +78,9 @@ class ProjectListCreateApi(PlatformApi):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        project = services.project_create(name=data.validated_data["name"])
+        project = services.project_create(
+            name=data.validated_data["name"], created_by_key=request_api_key(request)
+        )
         return Response(ProjectOutputSerializer(project).data, status=status.HTTP_201_CREATED)
 
 

@@ -7,7 +7,7 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from core import graph, schema  # noqa: F401  (schema registers its OpenAPI extensions)
+        from core import graph, schema, signals  # noqa: F401  (OpenAPI extensions, model signals)
 
         # neomodel gets the platform's one shared driver (created lazily, no I/O here).
         graph.attach_neomodel()

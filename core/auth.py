@@ -92,28 +92,64 @@ def is_staff(request: Request) -> bool:
     return bool(user and not isinstance(user, AnonymousUser) and getattr(user, "is_staff", False))
 
 
+# A staff session holds an API scope through a Django permission on Project; a scope is granted by
+# its own permission or by one that implies it (admin > write > read). Superusers hold them all.
+SCOPE_PERMISSIONS = {
+    "read": ("core.api_read", "core.api_write", "core.api_admin"),
+    "write": ("core.api_write", "core.api_admin"),
+    "admin": ("core.api_admin",),
+}
+
+
+def staff_may(request: Request, permissions: tuple[str, ...]) -> bool:
+    """Whether the request is a staff session holding any of `permissions`."""
+    return is_staff(request) and any(request.user.has_perm(p) for p in permissions)
+
+
+def needed_scope(request: Request, view: Any) -> str:
+    return getattr(view, "required_scope", None) or ("read" if request.method in SAFE_METHODS else "write")
+
+
+def mark_probe(request: Request, reason: str) -> None:
+    """Record on the underlying HttpRequest that this request tried something it may not do; the
+    abuse throttle (core.middleware.ProbeThrottleMiddleware) counts such requests."""
+    django_request = getattr(request, "_request", request)
+    django_request.probe_reason = reason
+
+
 class HasScope(BasePermission):
-    """Safe methods need `read`, others `write`; a view may demand more with `required_scope`."""
+    """Safe methods need `read`, others `write`; a view may demand more with `required_scope`.
+
+    An API key needs the scope. A staff session needs the matching Django permission (`core.api_read`,
+    `core.api_write`, `core.api_admin`) or, where the view names one, its own `staff_permission`
+    (for example `core.add_project` to create projects); being staff alone grants nothing.
+    """
 
     message = "this API key lacks the scope this operation needs"
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        if is_staff(request):
-            return True
+        needed = needed_scope(request, view)
         key = request_api_key(request)
         if key is None:
+            if not is_staff(request):
+                return False
+            own = getattr(view, "staff_permission", None)
+            permissions = (own,) if isinstance(own, str) else SCOPE_PERMISSIONS[needed]
+            if staff_may(request, permissions):
+                return True
+            self.message = f"this user lacks the permission this operation needs ({' or '.join(permissions)})"
+            mark_probe(request, "permission")
             return False
-        needed = getattr(view, "required_scope", None) or (
-            "read" if request.method in SAFE_METHODS else "write"
-        )
         if not key.has_scope(needed):
             self.message = f"this API key lacks the '{needed}' scope"
+            mark_probe(request, "scope")
             return False
         return True
 
 
 class ProjectAccess(BasePermission):
-    """A key only sees its own project: any other project id answers 404, as if it did not exist."""
+    """A key only sees its own project: any other project id answers 404, as if it did not exist.
+    Staff sessions reach every project (what they may do there is HasScope's question)."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
         project_id = view.kwargs.get("project_id")
@@ -121,5 +157,7 @@ class ProjectAccess(BasePermission):
             return True
         key = request_api_key(request)
         if key is None or key.project_id != project_id:
+            if key is not None:
+                mark_probe(request, "foreign_project")
             raise exceptions.NotFound("project not found")
         return True

@@ -47,6 +47,11 @@ class Conflict(PlatformError):
     code = "conflict"
 
 
+class QuotaExceeded(PlatformError):
+    status_code = 403
+    code = "quota_exceeded"
+
+
 class PayloadTooLarge(PlatformError):
     status_code = 413
     code = "payload_too_large"

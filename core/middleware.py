@@ -1,4 +1,5 @@
-"""HTTP middleware: request size limit (413) and dependency failures outside DRF (503)."""
+"""HTTP middleware: request size limit (413), probe throttle (429) and dependency failures outside
+DRF (503)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from core.errors import dependency_response, json_error
+from core.throttling import PROBE_PATHS, probe_block_seconds, probe_identities, probe_record
 
 
 class BodySizeLimitMiddleware:
@@ -39,3 +41,32 @@ class DependencyErrorMiddleware:
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         return dependency_response(exception)
+
+
+class ProbeThrottleMiddleware:
+    """Counts failed authentications (401) and cross-tenant or out-of-scope attempts (requests that
+    core.auth marked with `probe_reason`) per client address and key prefix; once API_PROBE_RATE is
+    used up, API requests from that address or with that key prefix answer 429 with Retry-After
+    before authentication is even tried."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith(PROBE_PATHS):
+            return self.get_response(request)
+        idents = probe_identities(request)
+        wait = probe_block_seconds(idents)
+        if wait:
+            response = json_error(
+                429,
+                "throttled",
+                "too many failed or cross-project requests from this client or key; retry later",
+                retry_after_sec=wait,
+            )
+            response["Retry-After"] = str(wait)
+            return response
+        response = self.get_response(request)
+        if response.status_code == 401 or getattr(request, "probe_reason", None):
+            probe_record(idents)
+        return response

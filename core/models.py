@@ -51,10 +51,21 @@ class Project(models.Model):
     redact_pii_at_ingest = models.BooleanField(
         default=False, help_text="replace PII in documents and messages by placeholders before storing"
     )
+    # The API key whose request created the project (its quota is API_KEY_PROJECT_QUOTA); empty for
+    # projects made by staff, the admin or `manage.py create_project`.
+    created_by_key = models.ForeignKey(
+        "ApiKey", null=True, blank=True, editable=False, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name", "id"]
+        # What a staff session may do through the API (core.auth.HasScope); API keys use scopes.
+        permissions = [
+            ("api_read", "Can read every project through the API"),
+            ("api_write", "Can read and write every project through the API"),
+            ("api_admin", "Can administer every project through the API"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(chunk_overlap_tokens__lt=models.F("chunk_size_tokens")),

@@ -107,10 +107,13 @@ def _port_opens(port: int, *, within: float) -> bool:
     return True
 
 
-def start_neo4j(data_dir: Path, port: int | None = None, *, timeout: float = 240.0) -> ManagedProcess:
-    """Run platform/neo4j/run; return once it printed READY (Bolt accepts connections)."""
+def start_neo4j(
+    data_dir: Path, port: int | None = None, *, password: str = "", timeout: float = 240.0
+) -> ManagedProcess:
+    """Run platform/neo4j/run; return once it printed READY (Bolt accepts connections). With a
+    password, auth is on for the user `neo4j`."""
     port = port or free_port()
-    env = {"NEO4J_BOLT_PORT": str(port)}
+    env = {"NEO4J_BOLT_PORT": str(port), "NEO4J_PASSWORD": password}
     managed, ready = _spawn(
         "neo4j", [str(NEO4J_RUN), str(data_dir)], port=port, data_dir=data_dir, env=env, marker="READY"
     )
@@ -121,9 +124,11 @@ def start_neo4j(data_dir: Path, port: int | None = None, *, timeout: float = 240
     return managed
 
 
-def start_redis(data_dir: Path, port: int | None = None, *, timeout: float = 30.0) -> ManagedProcess:
+def start_redis(
+    data_dir: Path, port: int | None = None, *, password: str = "", timeout: float = 30.0
+) -> ManagedProcess:
     port = port or free_port()
-    env = {"REDIS_PORT": str(port), "REDIS_LOGLEVEL": "warning"}
+    env = {"REDIS_PORT": str(port), "REDIS_LOGLEVEL": "warning", "REDIS_PASSWORD": password}
     managed, _ready = _spawn(
         "redis", [str(REDIS_RUN), str(data_dir)], port=port, data_dir=data_dir, env=env, marker=None
     )

@@ -10,22 +10,38 @@ from django.utils import timezone
 
 from core import graph
 from core.dto import IssuedApiKey, ProjectData
-from core.errors import Conflict, InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 from core.models import SCOPES, ApiKey, Project
 from core.nodes import ProjectNode
 from core.selectors import project_data
+from core.signals import key_sockets_close
 
 RATE_RE = re.compile(r"^[1-9][0-9]{0,6}/(s|sec|second|m|min|minute|h|hour|d|day)$")
 
 
-def project_create(*, name: str) -> ProjectData:
-    """Create the SQL row and the graph mirror together: if Neo4j fails, the row is rolled back."""
+def project_create(*, name: str, created_by_key: ApiKey | None = None) -> ProjectData:
+    """Create the SQL row and the graph mirror together: if Neo4j fails, the row is rolled back.
+
+    A project created through an API key counts against that key's API_KEY_PROJECT_QUOTA."""
     name = name.strip()
     if not name or len(name) > 200:
         raise InvalidInput("project name must be 1 to 200 characters", details={"field": "name"})
     embedder = f"{settings.EMBEDDINGS_PROVIDER}:{settings.EMBEDDINGS_MODEL}"
     with transaction.atomic():
+        if created_by_key is not None:
+            # the key's row is locked (PostgreSQL) so concurrent requests cannot both pass the check;
+            # SQLite serialises writers anyway
+            ApiKey.objects.select_for_update().filter(pk=created_by_key.pk).first()
+            quota = settings.API_KEY_PROJECT_QUOTA
+            used = Project.objects.filter(created_by_key=created_by_key).count()
+            if used >= quota:
+                raise QuotaExceeded(
+                    f"this API key has created {used} projects, its quota is {quota}; "
+                    "ask a staff user to create more",
+                    details={"quota": quota, "used": used},
+                )
         row = Project.objects.create(
+            created_by_key=created_by_key,
             name=name,
             embedder=embedder,
             embedding_dimensions=settings.EMBEDDINGS_DIMENSIONS,
@@ -74,7 +90,10 @@ def api_key_create(*, project_id: str, name: str, scopes: list[str], rate_limit:
 
 
 def api_key_revoke(*, key_id: int) -> None:
-    ApiKey.objects.filter(pk=key_id, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    """Revoke a key; its open websockets are closed once this commits."""
+    prefix = ApiKey.objects.filter(pk=key_id).values_list("prefix", flat=True).first()
+    if ApiKey.objects.filter(pk=key_id, revoked_at__isnull=True).update(revoked_at=timezone.now()):
+        key_sockets_close(prefix=str(prefix))
 
 
 def project_embedder_check(*, project: Project) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 import uuid
 from typing import Any
 
@@ -88,3 +89,61 @@ class ApiKeyRateThrottle(SimpleRateThrottle):
         else:
             ident = f"addr:{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+# --- probes: failed authentication and cross-tenant attempts ---------------------------------------
+
+PROBE_PATHS = ("/api/", "/retrieve")
+
+
+def probe_identities(request: Any) -> list[str]:
+    """Who a probe is counted against: the client address and, when a key-shaped credential was
+    presented, its prefix (so guessing the secret of one key is slowed from every address)."""
+    from core.auth import KEY_RE
+
+    idents = [f"addr:{request.META.get('REMOTE_ADDR') or 'unknown'}"]
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    parts = header.split()
+    if len(parts) == 2 and parts[0].lower() == "bearer":
+        match = KEY_RE.match(parts[1])
+        if match:
+            idents.append(f"key:{match.group(1)}")
+    return idents
+
+
+def _probe_window() -> tuple[int, int]:
+    from django.conf import settings
+
+    limit, duration = SimpleRateThrottle.parse_rate(None, settings.API_PROBE_RATE)  # type: ignore[arg-type]
+    return int(limit or 0), int(duration or 60)
+
+
+def probe_block_seconds(idents: list[str]) -> int:
+    """Seconds until the current window ends when any identity has used up its probes, else 0."""
+    limit, duration = _probe_window()
+    if limit <= 0:
+        return 0
+    try:
+        client = get_redis()
+        window = int(time.time()) // duration
+        counts = client.mget([f"probe:{ident}:{window}" for ident in idents])
+    except Exception as exc:  # noqa: BLE001 - fail open, as the request throttle does
+        logger.warning("probe counter unavailable, request allowed: %s", exc)
+        return 0
+    if any(int(c or 0) >= limit for c in counts):
+        return max(1, duration - int(time.time()) % duration)
+    return 0
+
+
+def probe_record(idents: list[str]) -> None:
+    _limit, duration = _probe_window()
+    window = int(time.time()) // duration
+    try:
+        pipe = get_redis().pipeline(transaction=False)
+        for ident in idents:
+            key = f"probe:{ident}:{window}"
+            pipe.incr(key)
+            pipe.expire(key, duration + 5)
+        pipe.execute()
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("probe counter unavailable, probe not counted: %s", exc)

@@ -61,3 +61,12 @@ def key_for_project(raw_key: str | None, project_id: str) -> ApiKey | None:
     if key is None or key.project_id != project_id or not key.has_scope("read"):
         return None
     return key
+
+
+def key_group(prefix: str) -> str:
+    """Channels group of the sockets opened with one API key."""
+    return f"apikey.{prefix}"
+
+
+def key_still_valid(key_pk: int | None) -> bool:
+    return ApiKey.objects.filter(pk=key_pk, revoked_at__isnull=True).exists()

@@ -6,7 +6,6 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -25,12 +24,6 @@ def actor_of(request: Request) -> str:
     return f"user:{request.user.get_username()}"
 
 
-def _require_perm(request: Request, perm: str) -> None:
-    """A staff session needs the curator permission too (API keys are checked by scope)."""
-    if getattr(request, "auth", None) is None and not request.user.has_perm(perm):
-        raise PermissionDenied(f"this operation needs the '{perm}' permission")
-
-
 class SettingsInput(StrictSerializer):
     """A change of settings: only known fields, and at least one of them."""
 
@@ -42,6 +35,11 @@ class SettingsInput(StrictSerializer):
 
 class ConversationPrivacyApi(ProjectApi):
     """GET/PATCH /projects/{pid}/conversations/{id}/privacy — seed 003's privacy settings."""
+
+    @property
+    def staff_permission(self) -> str | None:
+        """A staff session changes privacy with the curator permission (core.auth.HasScope)."""
+        return "curation.change_privacy" if self.request.method == "PATCH" else None
 
     class ConversationPrivacyInputSerializer(SettingsInput):
         accessibility = serializers.ChoiceField(choices=ACCESSIBILITY, required=False)
@@ -59,7 +57,6 @@ class ConversationPrivacyApi(ProjectApi):
 
     @extend_schema(request=ConversationPrivacyInputSerializer, responses={200: dict})
     def patch(self, request: Request, project_id: str, conversation_id: str) -> Response:
-        _require_perm(request, "curation.change_privacy")
         serializer = self.ConversationPrivacyInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -90,13 +87,16 @@ class ProjectPrivacyApi(ProjectApi):
     def required_scope(self) -> str:
         return "read" if self.request.method == "GET" else "admin"
 
+    @property
+    def staff_permission(self) -> str | None:
+        return "core.change_project" if self.request.method == "PATCH" else None
+
     @extend_schema(responses={200: dict})
     def get(self, request: Request, project_id: str) -> Response:
         return Response(services.project_privacy_get(project_id=project_id))
 
     @extend_schema(request=ProjectPrivacyInputSerializer, responses={200: dict})
     def patch(self, request: Request, project_id: str) -> Response:
-        _require_perm(request, "core.change_project")
         serializer = self.ProjectPrivacyInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         return Response(
@@ -126,6 +126,7 @@ class ErasureRequestApi(ProjectApi):
     """POST /projects/{pid}/erasure-requests {user_id} — erase everything of one user (202, then poll)."""
 
     required_scope = "admin"
+    staff_permission = "curation.run_erasurerequest"
 
     class ErasureInputSerializer(StrictSerializer):
         user_id = serializers.CharField(max_length=256)
@@ -137,7 +138,6 @@ class ErasureRequestApi(ProjectApi):
 
     @extend_schema(request=ErasureInputSerializer, responses={202: ErasureOutputSerializer})
     def post(self, request: Request, project_id: str) -> Response:
-        _require_perm(request, "curation.run_erasurerequest")
         serializer = self.ErasureInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         erasure = services.erasure_request_create(
@@ -148,6 +148,7 @@ class ErasureRequestApi(ProjectApi):
 
 class ErasureRequestDetailApi(ProjectApi):
     required_scope = "admin"
+    staff_permission = "curation.view_erasurerequest"
 
     @extend_schema(responses={200: ErasureOutputSerializer})
     def get(self, request: Request, project_id: str, request_id: str) -> Response:

@@ -12,10 +12,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi
+from core.api_base import MAX_OFFSET, ProjectApi
 from core.errors import InvalidInput
 from core.metadata import metadata_errors
-from core.models import Job
 from core.parsers import FastJSONParser
 from knowledge import selectors, services
 from knowledge.dto import DocumentInput, EntityInput, RelationInput
@@ -133,7 +132,7 @@ class DocumentListCreateApi(ProjectApi):
     class ListSerializer(serializers.Serializer):
         status = serializers.ChoiceField(choices=["pending", "processing", "ready", "failed"], required=False)
         limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
     @extend_schema(responses={200: DocumentOutputSerializer(many=True)})
     def get(self, request: Request, project_id: str) -> Response:
@@ -252,12 +251,15 @@ class ChunkDetailApi(ProjectApi):
 
 
 class CommunitiesRebuildApi(ProjectApi):
+    """202 {job_id, coalesced}: a rebuild already queued or running is returned instead of a new one."""
+
     @extend_schema(request=None, responses={202: None})
     def post(self, request: Request, project_id: str) -> Response:
         from knowledge.tasks import communities_rebuild_job
 
-        with transaction.atomic():
-            job = Job.objects.create(project_id=project_id, kind="communities")
-            queue = settings.INGEST_QUEUE
-            transaction.on_commit(lambda: communities_rebuild_job.apply_async((job.id,), queue=queue))
-        return Response({"job_id": job.id}, status=status.HTTP_202_ACCEPTED)
+        with services.communities_job_lock(project_id=project_id), transaction.atomic():
+            job, created = services.communities_job_get_or_create(project_id=project_id)
+            if created:
+                queue = settings.INGEST_QUEUE
+                transaction.on_commit(lambda: communities_rebuild_job.apply_async((job.id,), queue=queue))
+        return Response({"job_id": job.id, "coalesced": not created}, status=status.HTTP_202_ACCEPTED)

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import asdict, replace
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,6 +29,7 @@ from core.metadata import encode_pairs
 from core.models import Job, Project
 from core.pii import PLACEHOLDERS, anonymise
 from core.progress import ProgressEvent, job_progress, publish
+from core.redis_client import get_redis
 from core.services import project_embedder_check
 from knowledge import cypher
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
@@ -583,3 +585,25 @@ def document_delete(*, project_id: str, document_id: str) -> None:
         tx.run(cypher.COMMUNITIES_MARK_STALE, project_id=project_id).consume()
 
     graph.write_tx(work)
+
+
+def communities_job_lock(*, project_id: str) -> Any:
+    """A short Redis lock around looking for and creating a project's rebuild job, so two concurrent
+    requests cannot both create one (SQLite does not lock rows for a read)."""
+    return get_redis().lock(f"lock:communities-job:{project_id}", timeout=30, blocking_timeout=10)
+
+
+def communities_job_get_or_create(*, project_id: str) -> tuple[Job, bool]:
+    """The project's queued or running community rebuild, or a new queued one (created: True).
+
+    A running job older than CELERY_TASK_TIME_LIMIT is taken as dead and not coalesced with."""
+    oldest_live = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    live = (
+        Job.objects.filter(project_id=project_id, kind="communities", created_at__gte=oldest_live)
+        .filter(status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
+        .order_by("-created_at")
+        .first()
+    )
+    if live is not None:
+        return live, False
+    return Job.objects.create(project_id=project_id, kind="communities"), True

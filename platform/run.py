@@ -19,6 +19,8 @@ import environ  # noqa: E402
 import honcho.manager  # noqa: E402
 from honcho.environ import parse_procfile  # noqa: E402
 
+from config.secrets import install_secret  # noqa: E402
+
 # Neo4j needs more than honcho's default 5 s to shut down cleanly before a SIGKILL.
 honcho.manager.KILL_WAIT = int(os.environ.get("SHUTDOWN_WAIT_SEC", "60"))
 
@@ -37,6 +39,16 @@ def process_env() -> dict[str, str]:
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     var_dir.mkdir(parents=True, exist_ok=True)
+    # The embedded Neo4j and Redis get per-install passwords (0600 files under VAR_DIR), created here
+    # before any process starts so the services and their clients agree on them.
+    if not env.str("NEO4J_URI", default=""):
+        values["NEO4J_PASSWORD"] = env.str("NEO4J_PASSWORD", default="") or install_secret(
+            var_dir / "neo4j_password"
+        )
+    if not env.str("REDIS_URL", default=""):
+        values["REDIS_PASSWORD"] = env.str("REDIS_PASSWORD", default="") or install_secret(
+            var_dir / "redis_password"
+        )
     return {**os.environ, **values}
 
 

@@ -51,19 +51,14 @@ OPTIONAL MATCH (u:UserState {project_id: $project_id, app_name: $app_name, user_
 RETURN a.state_json AS app_state, u.state_json AS user_state
 """
 
-# The last $n events (by seq, through the (session_uid, seq) index), optionally after a time.
-EVENTS_RECENT = """
+# One page of a session's events, oldest first (through the (session_uid, seq) index), optionally
+# only those at or after a time.
+EVENTS_PAGE = """
 MATCH (e:Event)
 WHERE e.session_uid = $uid AND e.seq > $from_seq AND ($after IS NULL OR e.timestamp >= $after)
 RETURN e.event_json AS event_json, e.seq AS seq
 ORDER BY e.seq
-"""
-
-EVENTS_AFTER_TIME = """
-MATCH (e:Event)
-WHERE e.session_uid = $uid AND e.timestamp >= $after
-RETURN e.event_json AS event_json, e.seq AS seq
-ORDER BY e.seq
+LIMIT $limit
 """
 
 # One row holding a list of lists: a listing may return 10,000 sessions, and one list decodes far

@@ -47,9 +47,12 @@ def session_get(
     num_recent_events: int | None = None,
     after_timestamp: float | None = None,
     with_events: bool = True,
+    events_limit: int | None = None,
+    events_after_seq: int | None = None,
 ) -> dict[str, Any] | None:
     """The session with its state (app and user state merged in) and the asked-for events: the last
-    `num_recent_events` (0: none), those after `after_timestamp`, or all."""
+    `num_recent_events` (0: none), those after `after_timestamp`, or all; at most `events_limit` of
+    them after the `events_after_seq` cursor, with `next_events_cursor` when more follow."""
     try:
         uid, row = _uid(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
     except NotFound:
@@ -59,22 +62,19 @@ def session_get(
     if not with_events:
         return session
     count = session["event_count"]
-    if num_recent_events is not None:
-        rows = (
-            graph.read(
-                cypher.EVENTS_RECENT,
-                uid=uid,
-                from_seq=max(0, count - num_recent_events),
-                after=after_timestamp,
-            )
-            if num_recent_events > 0
-            else []
-        )
-    elif after_timestamp is not None:
-        rows = graph.read(cypher.EVENTS_AFTER_TIME, uid=uid, after=after_timestamp)
-    else:
-        rows = graph.read(cypher.EVENTS_RECENT, uid=uid, from_seq=0, after=None)
+    from_seq = max(0, count - num_recent_events) if num_recent_events is not None else 0
+    if events_after_seq is not None:
+        from_seq = max(from_seq, events_after_seq)
+    limit = events_limit if events_limit is not None else count + 1
+    rows = (
+        graph.read(cypher.EVENTS_PAGE, uid=uid, from_seq=from_seq, after=after_timestamp, limit=limit + 1)
+        if num_recent_events != 0
+        else []
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
     session["events"] = [json.loads(r["event_json"]) for r in rows]
+    session["next_events_cursor"] = rows[-1]["seq"] if more else None
     return session
 
 

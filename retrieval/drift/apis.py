@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_base import PlatformApi
-from core.auth import is_staff, request_project_id
+from core.auth import is_staff, mark_probe, request_project_id
 from core.errors import NotFound, PlatformError, unavailable_dependency
 from core.models import Project
 from retrieval.apis import StrictSerializer
@@ -88,6 +88,7 @@ class RetrieveApi(PlatformApi):
         project_id = data["project_id"]
         # a key sees only its own project; another project's id is answered as if it did not exist
         if not is_staff(request) and request_project_id(request) != project_id:
+            mark_probe(request, "foreign_project")
             raise NotFound("project not found")
         if not Project.objects.filter(pk=project_id).exists():
             raise NotFound("project not found")

@@ -120,9 +120,15 @@ def test_admin_key_creates_project_in_sql_and_graph(tenant_a: Tenant) -> None:
 
 @pytest.mark.django_db
 def test_staff_session_creates_project(django_user_model) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import Permission
+
     staff = django_user_model.objects.create_user("curator", password="pw", is_staff=True)
     client = APIClient()
     client.force_login(staff)
+    # being staff is not enough: creating projects needs core.add_project
+    assert client.post("/api/v1/projects", {"name": "staff project"}, format="json").status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="add_project"))
+    client.force_login(django_user_model.objects.get(pk=staff.pk))
     response = client.post("/api/v1/projects", {"name": "staff project"}, format="json")
     assert response.status_code == 201
     # a non-staff user is not enough

@@ -28,7 +28,10 @@ def test_a_key_lists_only_its_own_project(tenant_a: Tenant, tenant_b: Tenant, ke
 @pytest.mark.django_db
 def test_staff_session_lists_every_project_by_name(django_user_model) -> None:  # type: ignore[no-untyped-def]
     zeta, alpha = make_tenant("zeta"), make_tenant("alpha")
+    from django.contrib.auth.models import Permission
+
     staff = django_user_model.objects.create_user("curator", password="pw", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="api_read"))
     client = APIClient()
     client.force_login(staff)
     ids = _ids(client.get("/api/v1/projects"))
@@ -51,7 +54,19 @@ def test_project_list_needs_a_key_or_staff(django_user_model, tenant_a: Tenant) 
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": 101}, {"limit": "x"}, {"offset": -1}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"limit": 0},
+        {"limit": 101},
+        {"limit": "x"},
+        {"offset": -1},
+        {"offset": "1e20"},
+        # beyond a 64-bit integer: the database cannot take it as an OFFSET
+        {"offset": str(10**20)},
+        {"offset": str(2**63 - 1)},
+    ],
+)
 def test_bad_list_parameters_are_400(tenant_a: Tenant, params: dict) -> None:
     response = tenant_a.client(tenant_a.read_key).get("/api/v1/projects", params)
     assert response.status_code == 400

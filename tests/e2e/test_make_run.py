@@ -45,6 +45,14 @@ class Platform:
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
         self.base = f"http://127.0.0.1:{ports['web']}"
+        self.var_dir = var_dir
+
+    def credentials(self) -> dict[str, str]:
+        """What `make run` wrote to VAR_DIR/credentials (secrets never go to its output)."""
+        path = self.var_dir / "credentials"
+        assert path.stat().st_mode & 0o777 == 0o600
+        pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+        return {name: value for name, value in pairs if not name.startswith("#")}
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -84,7 +92,16 @@ def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
             "celery",
         }
         time.sleep(0.5)
-        project_id, key = platform.value("demo project"), platform.value("demo API key")
+        project_id, key = platform.value("demo project"), platform.credentials()["DEMO_API_KEY"]
+        assert platform.credentials()["DEMO_PROJECT_ID"] == project_id
+        # no secret in the log: not the key, not the admin password
+        assert (
+            key not in platform.output() and platform.credentials()["ADMIN_PASSWORD"] not in platform.output()
+        )
+        assert re.search(r"credentials\s+\S+/credentials", platform.output())
+        for name in ("secret_key", "neo4j_password", "redis_password"):
+            assert (tmp_path / "var" / name).stat().st_mode & 0o777 == 0o600, name
+        _embedded_services_need_passwords(ports, tmp_path / "var")
         response = httpx.get(
             f"{platform.base}/api/v1/projects/{project_id}", headers={"Authorization": f"Bearer {key}"}
         )
@@ -132,9 +149,34 @@ def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
         wait_for_status(f"{again.base}/healthz", 200, timeout=240)
         time.sleep(0.5)
         assert again.value("demo project") == project_id
-        assert again.value("demo API key") != key
+        assert again.credentials()["DEMO_API_KEY"] != key
+        # the previous start's key is revoked; the new one works
+        url = f"{again.base}/api/v1/projects/{project_id}"
+        assert httpx.get(url, headers={"Authorization": f"Bearer {key}"}).status_code == 401
+        fresh = again.credentials()["DEMO_API_KEY"]
+        assert httpx.get(url, headers={"Authorization": f"Bearer {fresh}"}).status_code == 200
     finally:
         assert again.ctrl_c() == []
+
+
+def _embedded_services_need_passwords(ports: dict[str, int], var_dir: Path) -> None:
+    """Neo4j and Redis of `make run` refuse a client without the generated password."""
+    import neo4j
+    import redis
+
+    with pytest.raises(redis.exceptions.AuthenticationError):
+        redis.Redis(port=ports["redis"], socket_timeout=5).ping()
+    password = (var_dir / "redis_password").read_text().strip()
+    assert redis.Redis(port=ports["redis"], password=password, socket_timeout=5).ping()
+    uri = f"bolt://127.0.0.1:{ports['neo4j']}"
+    with (
+        neo4j.GraphDatabase.driver(uri, auth=("neo4j", "neo4j")) as driver,
+        pytest.raises(neo4j.exceptions.AuthError),
+    ):
+        driver.verify_connectivity()
+    secret = os.environ.get("NEO4J_PASSWORD") or (var_dir / "neo4j_password").read_text().strip()
+    with neo4j.GraphDatabase.driver(uri, auth=("neo4j", secret)) as driver:
+        driver.verify_connectivity()
 
 
 def test_external_servers_are_not_started(tmp_path: Path) -> None:

@@ -45,8 +45,14 @@ def test_chunk_is_returned_with_its_document_name(tenant_a: Tenant, chunk_of_a: 
 def test_staff_session_reads_any_projects_chunk(
     django_user_model, tenant_a: Tenant, chunk_of_a: dict
 ) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import Permission
+
+    curator = django_user_model.objects.create_user("curator", password="pw", is_staff=True)
     client = APIClient()
-    client.force_login(django_user_model.objects.create_user("curator", password="pw", is_staff=True))
+    client.force_login(curator)
+    assert client.get(_url(tenant_a.project.id, chunk_of_a["chunk_id"])).status_code == 403
+    curator.user_permissions.add(Permission.objects.get(codename="api_read"))
+    client.force_login(django_user_model.objects.get(pk=curator.pk))
     response = client.get(_url(tenant_a.project.id, chunk_of_a["chunk_id"]))
     assert response.status_code == 200
     assert response.json()["chunk_id"] == chunk_of_a["chunk_id"]

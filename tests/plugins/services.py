@@ -8,12 +8,14 @@ NEO4J_URI / REDIS_URL. When those variables already point at external servers, n
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from config.secrets import install_secret
 from core.runtime import ManagedProcess, start_neo4j, start_redis
 
 _started: list[ManagedProcess] = []
@@ -28,15 +30,21 @@ def _start_services() -> None:
     # The suite decides LLM and embedder settings itself; a developer's .env must not leak in.
     os.environ["LLM_PROVIDER"] = "none"
     os.environ["EMBEDDINGS_PROVIDER"] = "local"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "test-secret-key-not-for-production")
+    # No DJANGO_SECRET_KEY: the session's processes share the per-install key in VAR_DIR/secret_key.
+    os.environ.pop("DJANGO_SECRET_KEY", None)
+    # The embedded services run with generated passwords, as under `make run`.
     if not os.environ.get("REDIS_URL"):
-        redis = start_redis(root / "redis")
+        password = install_secret(root / "var" / "redis_password")
+        redis = start_redis(root / "redis", password=password)
         _started.append(redis)
-        os.environ["REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"
+        os.environ["REDIS_URL"] = f"redis://:{password}@127.0.0.1:{redis.port}/0"
     if not os.environ.get("NEO4J_URI"):
-        neo4j = start_neo4j(root / "neo4j")
+        password = install_secret(root / "var" / "neo4j_password")
+        neo4j = start_neo4j(root / "neo4j", password=password)
         _started.append(neo4j)
         os.environ["NEO4J_URI"] = f"bolt://127.0.0.1:{neo4j.port}"
+        os.environ["NEO4J_USERNAME"] = "neo4j"
+        os.environ["NEO4J_PASSWORD"] = password
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -67,7 +75,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    lines = [f"neo4j: {os.environ.get('NEO4J_URI')}  redis: {os.environ.get('REDIS_URL')}"]
+    redis_url = re.sub(r"//:[^@]*@", "//:***@", os.environ.get("REDIS_URL", ""))
+    lines = [f"neo4j: {os.environ.get('NEO4J_URI')}  redis: {redis_url}"]
     for proc in _started:
         lines.append(f"started {proc.name} (pid {proc.pid}) in {proc.started_sec:.1f}s")
     return lines

@@ -6,15 +6,21 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from core.models import Project
-from core.services import api_key_create, project_create
+from config.secrets import write_private
+from core.models import ApiKey, Project
+from core.services import api_key_create, api_key_revoke, project_create
 
 DEMO_PROJECT_NAME = "demo"
+DEMO_KEY_NAME = "make run"
+CREDENTIALS_FILE = "credentials"
 SAMPLE_CORPUS = Path(__file__).resolve().parents[3] / "knowledge" / "sample_corpus"
 
 
 class Command(BaseCommand):
-    help = "make run: ensure the demo project, issue a fresh API key and admin password, print URLs."
+    help = (
+        "make run: ensure the demo project, revoke the previous demo key, issue a fresh one and an admin "
+        "password into VAR_DIR/credentials (0600), print URLs."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
@@ -23,7 +29,10 @@ class Command(BaseCommand):
         existing = Project.objects.filter(name=DEMO_PROJECT_NAME).order_by("created_at").first()
         project_id = existing.id if existing else project_create(name=DEMO_PROJECT_NAME).id
         sample = self._ingest_sample_corpus(project_id)
-        issued = api_key_create(project_id=project_id, name="make run", scopes=["read", "write", "admin"])
+        # the key of the previous start stops working: one live demo key at a time
+        for old in ApiKey.objects.filter(project_id=project_id, name=DEMO_KEY_NAME, revoked_at__isnull=True):
+            api_key_revoke(key_id=old.pk)
+        issued = api_key_create(project_id=project_id, name=DEMO_KEY_NAME, scopes=["read", "write", "admin"])
 
         user_model = get_user_model()
         password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(12)
@@ -33,20 +42,36 @@ class Command(BaseCommand):
         admin.save()
 
         base = options["base_url"].rstrip("/")
+        credentials = settings.VAR_DIR / CREDENTIALS_FILE
+        write_private(
+            credentials,
+            "\n".join(
+                [
+                    "# written by `make run` at each start; readable by its owner only",
+                    "ADMIN_USER=admin",
+                    f"ADMIN_PASSWORD={password}",
+                    f"DEMO_PROJECT_ID={project_id}",
+                    f"DEMO_API_KEY={issued.key}",
+                    "",
+                ]
+            ),
+        )
+        # Secrets go to the 0600 file, never to the log.
         lines = [
             "",
             "Knowledge platform is up",
             f"  API            {base}/api/v1/",
             f"  API docs       {base}/api/docs/",
             f"  health         {base}/healthz",
-            f"  admin          {base}/admin/   (user admin, password {password})",
+            f"  admin          {base}/admin/   (user admin)",
             f"  DRIFT page     {base}/ui/drift/",
             f"  progress (ws)  {base.replace('http', 'ws', 1)}/ws/v1/projects/{project_id}/progress/",
             f"  demo project   {project_id}",
             f"  sample corpus  {sample}",
-            f"  demo API key   {issued.key}",
+            f"  credentials    {credentials}   (admin password and demo API key kp_{issued.prefix}_…)",
             "",
-            f"  try: curl -H 'Authorization: Bearer {issued.key}' {base}/api/v1/projects/{project_id}",
+            f'  try: . {credentials} && curl -H "Authorization: Bearer $DEMO_API_KEY" '
+            f"{base}/api/v1/projects/{project_id}",
             "",
         ]
         self.stdout.write("\n".join(lines))

@@ -78,12 +78,17 @@ class SessionsClient:
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
     ) -> SessionRecord:
-        data = await self.client.request(
-            "GET",
-            self._user(app_name, user_id, "sessions", session_id),
-            params={"num_recent_events": num_recent_events, "after_timestamp": after_timestamp},
-        )
-        return SessionRecord.model_validate(data)
+        """The session with every asked-for event: the platform sends events in pages, followed here."""
+        path = self._user(app_name, user_id, "sessions", session_id)
+        params: dict[str, Any] = {"num_recent_events": num_recent_events, "after_timestamp": after_timestamp}
+        data = await self.client.request("GET", path, params=params)
+        events = list(data.get("events") or [])
+        cursor = data.get("next_events_cursor")
+        while cursor is not None:
+            page = await self.client.request("GET", path, params={**params, "events_cursor": cursor})
+            events.extend(page.get("events") or [])
+            cursor = page.get("next_events_cursor")
+        return SessionRecord.model_validate({**data, "events": events})
 
     async def _pages(self, path: str, page_size: int) -> AsyncIterator[list[SessionRecord]]:
         cursor: str | None = None

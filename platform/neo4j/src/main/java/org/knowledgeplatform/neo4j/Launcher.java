@@ -18,7 +18,8 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  *
  * <p>Usage: {@code Launcher <data-dir>}. Environment: {@code NEO4J_BOLT_HOST} (default 127.0.0.1),
  * {@code NEO4J_BOLT_PORT} (default 7687), {@code NEO4J_PAGECACHE} (default 1g),
- * {@code NEO4J_TX_MEMORY_MAX} (default 1g, 0 for unlimited).
+ * {@code NEO4J_TX_MEMORY_MAX} (default 1g, 0 for unlimited), {@code NEO4J_PASSWORD} (when set, auth is on
+ * and the user {@code neo4j} gets this password; unset, auth is off).
  *
  * <p>Prints {@code READY bolt://host:port} on stdout once Bolt accepts connections. SIGTERM and
  * SIGINT run a shutdown hook that stops the database cleanly, so the store survives stop/start.
@@ -48,8 +49,11 @@ public final class Launcher {
         config.put("server.bolt.enabled", "true");
         config.put("server.bolt.listen_address", host + ":" + port);
         config.put("server.bolt.advertised_address", host + ":" + port);
-        // Loopback only; the embedded default has no users to manage.
-        config.put("dbms.security.auth_enabled", "false");
+        // With NEO4J_PASSWORD set (platform/run.py and the test session always set one) Bolt
+        // needs the user `neo4j` with that password, so no other local user can read the graph.
+        String password = System.getenv("NEO4J_PASSWORD");
+        boolean auth = password != null && !password.isBlank();
+        config.put("dbms.security.auth_enabled", Boolean.toString(auth));
         config.put("server.memory.pagecache.size", env("NEO4J_PAGECACHE", "1g"));
         config.put("dbms.memory.transaction.total.max", env("NEO4J_TX_MEMORY_MAX", "1g"));
         config.put("db.tx_log.rotation.retention_policy", "2 files");
@@ -80,6 +84,13 @@ public final class Launcher {
             }
         }, "neo4j-shutdown"));
 
+        if (auth) {
+            // The password is set in the system database before READY is printed; it is passed as a
+            // parameter, never on a command line.
+            dbms.database("system").executeTransactionally(
+                    "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
+                    Map.of("password", password.trim()));
+        }
         waitForBolt(host, port);
         long tookMs = (System.nanoTime() - started) / 1_000_000L;
         System.out.println("READY bolt://" + host + ":" + port + " home=" + home + " started_ms=" + tookMs);
