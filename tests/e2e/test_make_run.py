@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 class Platform:
     def __init__(self, var_dir: Path, ports: dict[str, int]) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("NEO4J_URI", "REDIS_URL", "VAR_DIR")}
+        own = ("NEO4J_URI", "NEO4J_PASSWORD", "REDIS_URL", "REDIS_PASSWORD", "VAR_DIR")  # as on a new machine
+        env = {k: v for k, v in os.environ.items() if k not in own}
         env.update(
             VAR_DIR=str(var_dir),
             NEO4J_BOLT_PORT=str(ports["neo4j"]),
@@ -174,7 +175,7 @@ def _embedded_services_need_passwords(ports: dict[str, int], var_dir: Path) -> N
         pytest.raises(neo4j.exceptions.AuthError),
     ):
         driver.verify_connectivity()
-    secret = os.environ.get("NEO4J_PASSWORD") or (var_dir / "neo4j_password").read_text().strip()
+    secret = (var_dir / "neo4j_password").read_text().strip()
     with neo4j.GraphDatabase.driver(uri, auth=("neo4j", secret)) as driver:
         driver.verify_connectivity()
 
