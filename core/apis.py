@@ -37,6 +37,13 @@ class ProjectOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class ProjectListOutputSerializer(serializers.Serializer):
+    items = ProjectOutputSerializer(many=True)
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
 class ProjectListCreateApi(PlatformApi):
     """GET lists the projects the caller may see (a key: its own; staff: all); POST creates one
     (staff users with `core.add_project`, or keys with the `admin` scope up to their
@@ -57,7 +64,11 @@ class ProjectListCreateApi(PlatformApi):
     def staff_permission(self) -> str | None:
         return "core.add_project" if self.request.method == "POST" else None
 
-    @extend_schema(parameters=[ListSerializer], responses={200: ProjectOutputSerializer(many=True)})
+    @extend_schema(
+        operation_id="projects_list",
+        parameters=[ListSerializer],
+        responses={200: ProjectListOutputSerializer},
+    )
     def get(self, request: Request) -> Response:
         params = self.ListSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)

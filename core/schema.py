@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -19,3 +19,16 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "A project API key (`kp_…`), issued by `manage.py create_api_key` or the admin",
         }
+
+
+class StrictSerializerExtension(OpenApiSerializerExtension):
+    """`retrieval.apis.StrictSerializer` and its subclasses refuse unknown fields (400): the schema
+    says so with `additionalProperties: false`, so clients and schema-driven tests know it."""
+
+    target_class = "retrieval.apis.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = False
+        return schema

@@ -123,6 +123,13 @@ class DocumentOutputSerializer(serializers.Serializer):
     updated_at = serializers.CharField(allow_null=True)
 
 
+class DocumentListOutputSerializer(serializers.Serializer):
+    items = DocumentOutputSerializer(many=True)
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
 class DocumentListCreateApi(ProjectApi):
     parser_classes = [FastJSONParser, MultiPartParser]
 
@@ -134,7 +141,11 @@ class DocumentListCreateApi(ProjectApi):
         limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
         offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
-    @extend_schema(responses={200: DocumentOutputSerializer(many=True)})
+    @extend_schema(
+        operation_id="documents_list",
+        parameters=[ListSerializer],
+        responses={200: DocumentListOutputSerializer},
+    )
     def get(self, request: Request, project_id: str) -> Response:
         params = self.ListSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)

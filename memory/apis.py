@@ -84,7 +84,12 @@ MAX_EMBEDDING_VALUES = 8192
 @extend_schema_field(
     {
         "oneOf": [
-            {"type": "array", "items": {"type": "number"}, "maxItems": MAX_EMBEDDING_VALUES},
+            {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": settings.EMBEDDINGS_DIMENSIONS,
+                "maxItems": settings.EMBEDDINGS_DIMENSIONS,
+            },
             {"type": "string", "format": "byte", "description": "base64 of little-endian float32 values"},
         ]
     }
@@ -131,19 +136,34 @@ class EmbeddingField(serializers.Field):
         return value
 
 
+@extend_schema_field({"type": "string", "format": "date-time", "maxLength": 64})
+class TimestampField(serializers.CharField):
+    """An ISO-8601 time (checked and converted to UTC by the service)."""
+
+
 class MessageSerializer(StrictSerializer):
     role = serializers.CharField(max_length=32)
     # length is checked by the service, which answers 413 rather than 400 for an oversized text
     text = serializers.CharField(allow_blank=True, trim_whitespace=False)
     message_id = serializers.CharField(max_length=256, required=False, allow_null=True)
     author_name = serializers.CharField(max_length=256, required=False, allow_null=True)
-    timestamp = serializers.CharField(max_length=64, required=False, allow_null=True)
+    timestamp = TimestampField(max_length=64, required=False, allow_null=True)
     embedding = EmbeddingField(required=False, allow_null=True)
 
 
+@extend_schema_field(MessageSerializer)
+class MessageField(serializers.DictField):
+    """A message, kept a dict here: the batch is checked by `MessageSerializer(many=True)` in one pass."""
+
+
+@extend_schema_field(ScopeSerializer)
+class ScopeField(serializers.DictField):
+    """A scope, kept a dict here: checked by `ScopeSerializer` (`_scoped`)."""
+
+
 class StoreInputSerializer(StrictSerializer):
-    messages = serializers.ListField(child=serializers.DictField(), allow_empty=False)
-    scope = serializers.DictField()
+    messages = serializers.ListField(child=MessageField(), allow_empty=False)
+    scope = ScopeField()
 
 
 class StoreOutputSerializer(serializers.Serializer):
@@ -205,7 +225,7 @@ class MemoryStoreApi(ProjectApi):
 
 class MemorySearchInputSerializer(StrictSerializer):
     query = serializers.CharField(allow_blank=True, trim_whitespace=False, default="")
-    scope = serializers.DictField()
+    scope = ScopeField()
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
     mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True)
     depth = serializers.ChoiceField(choices=DEPTHS, default="messages")
@@ -251,7 +271,7 @@ class MemoryDetailApi(ProjectApi):
 
 
 class ScopeOnlySerializer(StrictSerializer):
-    scope = serializers.DictField()
+    scope = ScopeField()
 
 
 class MemoryForgetApi(ProjectApi):
@@ -277,7 +297,7 @@ class MemorySummarizeApi(ProjectApi):
 
 
 class ConsolidateInputSerializer(StrictSerializer):
-    scope = serializers.DictField()
+    scope = ScopeField()
     older_than_days = serializers.IntegerField(min_value=0, max_value=36_500, required=False)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import time
 import uuid
 from collections import defaultdict
@@ -54,7 +53,14 @@ def normalise_timestamp(value: str) -> str:
         ) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+    try:  # 0001-01-01T00:00:00+14:00 is a valid ISO-8601 time before the first UTC one
+        utc = parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidInput(
+            f"timestamp {value[:40]!r} is outside the years 1 to 9999 in UTC", details={"field": "timestamp"}
+        ) from exc
+    # isoformat, not strftime: strftime writes the year 1 as "1", which does not sort as text
+    return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _prepare(project_id: str, scope: Scope) -> Project:
@@ -92,13 +98,17 @@ def _supplied_embeddings(
             )
     try:
         matrix = np.asarray([vector for _p, vector in given], dtype=np.float64)
-        valid = np.isfinite(matrix).all(axis=1) & matrix.any(axis=1)
+        # checked as what is stored: float32. 1e39 is a finite double but no float32 (Neo4j refuses
+        # it), 1e-46 a non-zero double that is a float32 zero.
+        with np.errstate(over="ignore", under="ignore"):
+            stored = matrix.astype(np.float32)
+        valid = np.isfinite(stored).all(axis=1) & stored.any(axis=1)
     except OverflowError:  # an integer beyond float range: find which
         valid = np.asarray([_finite_vector(vector) for _p, vector in given])
     if not valid.all():
         position = given[int(np.argmin(valid))][0]
         raise InvalidInput(
-            f"messages[{position}].embedding must be finite and not all zero",
+            f"messages[{position}].embedding must be finite and not all zero as float32 values",
             details={"field": f"messages[{position}].embedding"},
         )
     # A list of Python floats (what JSON numbers with a fraction or exponent parse to) goes on as it
@@ -114,9 +124,11 @@ def _supplied_embeddings(
 
 def _finite_vector(vector: list[float] | npt.NDArray[np.float32]) -> bool:
     try:
-        return all(math.isfinite(x) for x in vector) and any(vector)
+        with np.errstate(over="ignore", under="ignore"):
+            stored = np.asarray(vector, dtype=np.float64).astype(np.float32)
     except OverflowError:
         return False
+    return bool(np.isfinite(stored).all() and stored.any())
 
 
 def memories_batch_check(*, count: int) -> None:

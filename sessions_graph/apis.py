@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import base64
 import json
+import math
+from datetime import UTC, datetime
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_base import ProjectApi
 from core.errors import InvalidInput, NotFound
+from memory.services import normalise_timestamp
 from retrieval.apis import StrictSerializer
 from sessions_graph import memory, selectors, services
 
 MAX_NAME_CHARS = 256
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# event times are ADK's float seconds; they must be a time (memory turns them into ISO-8601 dates)
+MIN_EVENT_SECONDS = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+MAX_EVENT_SECONDS = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
 
 
 def _names(**names: str) -> None:
@@ -67,6 +75,9 @@ def _cursor_parts(raw: str, names: int) -> list[Any]:
             not isinstance(parts, list)
             or len(parts) != names + 1
             or not isinstance(parts[0], int)
+            or isinstance(parts[0], bool)
+            # a time this API issued is a Neo4j integer: 64 bits (a larger one cannot be a parameter)
+            or not INT64_MIN <= parts[0] <= INT64_MAX
             or not all(isinstance(p, str) for p in parts[1:])
         ):
             raise ValueError
@@ -94,18 +105,134 @@ class SessionCreateSerializer(StrictSerializer):
     state = serializers.DictField(required=False)
 
 
+def _optional_id(value: Any) -> bool:
+    """None or a string of at most MAX_NAME_CHARS; ADK leaves ids it has none for as ""."""
+    return value is None or (isinstance(value, str) and len(value) <= MAX_NAME_CHARS)
+
+
+def event_errors(event: dict[str, Any], *, for_memory: bool = False) -> list[str]:
+    """What in an ADK event (as JSON) the graph cannot hold: the values that become node
+    properties (ids, author, invocation id, tool call ids) must be strings, the timestamp a time,
+    `content.parts` a list of objects. With `for_memory`, text parts must not hold NUL (memory text
+    is refused with NUL everywhere). Empty when the event is acceptable."""
+    errors = []
+    author = event.get("author")
+    if not for_memory and (not isinstance(author, str) or not author or len(author) > MAX_NAME_CHARS):
+        errors.append(f"author must be a string of 1-{MAX_NAME_CHARS} characters")
+    elif for_memory and author is not None and not isinstance(author, str):
+        errors.append("author must be a string")
+    if "id" in event and not (
+        (event["id"] is not None or for_memory) and _optional_id(event["id"])
+    ):  # an appended event's id may be left out, not null
+        errors.append(f"id must be a string of at most {MAX_NAME_CHARS} characters")
+    if not _optional_id(event.get("invocation_id")):
+        errors.append(f"invocation_id must be a string of at most {MAX_NAME_CHARS} characters or null")
+    timestamp = event.get("timestamp")
+    if timestamp is not None and (
+        not isinstance(timestamp, int | float)
+        or isinstance(timestamp, bool)
+        or not math.isfinite(timestamp)
+        or not MIN_EVENT_SECONDS <= timestamp <= MAX_EVENT_SECONDS
+    ):
+        errors.append("timestamp must be a number of seconds since 1970 (years 1 to 9999)")
+    content = event.get("content")
+    if content is None:
+        return errors
+    if not isinstance(content, dict):
+        return [*errors, "content must be an object"]
+    parts = content.get("parts")
+    if parts is None:
+        return errors
+    if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+        return [*errors, "content.parts must be a list of objects"]
+    for position, part in enumerate(parts):
+        for kind in ("function_call", "functionCall", "function_response", "functionResponse"):
+            call = part.get(kind)
+            if call is not None and not isinstance(call, dict):
+                errors.append(f"content.parts[{position}].{kind} must be an object")
+            elif call is not None and not _optional_id(call.get("id")):
+                errors.append(
+                    f"content.parts[{position}].{kind}.id must be a string of 1-{MAX_NAME_CHARS} "
+                    "characters or null"
+                )
+        if for_memory and isinstance(part.get("text"), str) and "\x00" in part["text"]:
+            errors.append(f"content.parts[{position}].text contains NUL characters")
+    return errors
+
+
+def _call_schema(*extra: str) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "id": {"type": "string", "nullable": True, "minLength": 1, "maxLength": MAX_NAME_CHARS},
+        "name": {"type": "string"},
+    }
+    properties.update({name: {"type": "object", "additionalProperties": True} for name in extra})
+    return {"type": "object", "properties": properties, "additionalProperties": True}
+
+
+# ADK's Event as JSON, as far as the platform reads it (other fields are stored as given)
+ADK_EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": True,
+    "properties": {
+        "id": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
+        "author": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
+        "invocation_id": {"type": "string", "nullable": True, "maxLength": MAX_NAME_CHARS},
+        "timestamp": {
+            "type": "number",
+            "description": "seconds since 1970 (ADK's float time); the server's time when absent",
+            "minimum": MIN_EVENT_SECONDS,
+            "maximum": MAX_EVENT_SECONDS,
+        },
+        "content": {
+            "type": "object",
+            "nullable": True,
+            "additionalProperties": True,
+            "properties": {
+                "role": {"type": "string"},
+                "parts": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": True,
+                        "properties": {
+                            "text": {"type": "string"},
+                            "function_call": _call_schema("args"),
+                            "function_response": _call_schema("response"),
+                        },
+                    },
+                },
+            },
+        },
+        "actions": {
+            "type": "object",
+            "nullable": True,
+            "additionalProperties": True,
+            "properties": {"state_delta": {"type": "object", "additionalProperties": True}},
+        },
+    },
+}
+
+
+@extend_schema_field({**ADK_EVENT_SCHEMA, "required": ["author"]})
+class EventField(serializers.DictField):
+    """An appended event: checked by `event_errors`."""
+
+
+@extend_schema_field(ADK_EVENT_SCHEMA)
+class MemoryEventField(serializers.DictField):
+    """An event given to memory: checked by `event_errors(for_memory=True)`."""
+
+
 class EventAppendSerializer(StrictSerializer):
-    event = serializers.DictField()
-    expected_last_update_time = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    event = EventField()
+    expected_last_update_time = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=INT64_MAX
+    )
 
     def validate_event(self, value: dict[str, Any]) -> dict[str, Any]:
-        author = value.get("author")
-        if not isinstance(author, str) or not author or len(author) > MAX_NAME_CHARS:
-            raise serializers.ValidationError(f"author must be a string of 1-{MAX_NAME_CHARS} characters")
-        if "id" in value and (
-            not isinstance(value["id"], str) or not value["id"] or len(value["id"]) > MAX_NAME_CHARS
-        ):
-            raise serializers.ValidationError("id must be a non-empty string")
+        errors = event_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
         return value
 
 
@@ -180,13 +307,21 @@ class UserStateApi(ProjectApi):
 class SessionDetailApi(ProjectApi):
     @extend_schema(
         operation_id="session_get",
-        parameters=[OpenApiParameter("num_recent_events", int), OpenApiParameter("after_timestamp", float)],
+        parameters=[
+            OpenApiParameter("num_recent_events", int),
+            OpenApiParameter("after_timestamp", float),
+            OpenApiParameter("events_limit", int),
+            OpenApiParameter("events_cursor", int),
+        ],
         responses={200: dict},
     )
     def get(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
+        """The session and one page of its events, oldest first: at most `events_limit` (default and
+        maximum SESSION_EVENTS_PAGE_MAX); `next_events_cursor` is set when more follow."""
         _names(app_name=app_name, user_id=user_id, session_id=session_id)
+        page_max = settings.SESSION_EVENTS_PAGE_MAX
         session = selectors.session_get(
             project_id=project_id,
             app_name=app_name,
@@ -194,6 +329,8 @@ class SessionDetailApi(ProjectApi):
             session_id=session_id,
             num_recent_events=_int_param(request, "num_recent_events", low=0, high=100_000, default=None),
             after_timestamp=_float_param(request, "after_timestamp"),
+            events_limit=_int_param(request, "events_limit", low=1, high=page_max, default=page_max),
+            events_after_seq=_int_param(request, "events_cursor", low=0, high=2**62, default=None),
         )
         if session is None:
             raise NotFound("session not found")
@@ -300,10 +437,49 @@ class SessionStateHistoryApi(ProjectApi):
         return Response({"changes": history})
 
 
+class StringField(serializers.CharField):
+    """A CharField that takes only a JSON string: 5 is not "5", an object is not text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+@extend_schema_field({"type": "string", "format": "date-time", "maxLength": 64})
+class TimestampStringField(StringField):
+    """An ISO-8601 time as a JSON string."""
+
+
+class MemoryItemSerializer(StrictSerializer):
+    """ADK's `MemoryEntry` as the client sends it: text (no NUL; a CharField refuses it), author and
+    an ISO-8601 `timestamp` string."""
+
+    text = StringField(trim_whitespace=False)
+    author = StringField(max_length=MAX_NAME_CHARS, required=False, allow_null=True)
+    timestamp = TimestampStringField(max_length=64, required=False, allow_null=True)
+
+    def validate_timestamp(self, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            normalise_timestamp(value)
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.message) from exc
+        return value
+
+
 class MemoryAddSerializer(StrictSerializer):
     session_id = serializers.CharField(max_length=MAX_NAME_CHARS, required=False, allow_null=True)
-    events = serializers.ListField(child=serializers.DictField(), required=False, max_length=1000)
-    memories = serializers.ListField(child=serializers.DictField(), required=False, max_length=1000)
+    events = serializers.ListField(child=MemoryEventField(), required=False, max_length=1000)
+    memories = MemoryItemSerializer(many=True, required=False, max_length=1000)
+
+    def validate_events(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for position, event in enumerate(value):
+            errors = event_errors(event, for_memory=True)
+            if errors:
+                raise serializers.ValidationError({str(position): errors})
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         given = [k for k in ("events", "memories") if attrs.get(k) is not None]

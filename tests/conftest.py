@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -51,13 +52,11 @@ def _forget_probes() -> None:
     all come from one address, and many tests probe other tenants on purpose)."""
     from core.redis_client import get_redis
 
-    try:
+    with contextlib.suppress(Exception):  # tests that stop Redis run without it
         client = get_redis()
         keys = list(client.scan_iter("probe:*", count=1000))
         if keys:
             client.delete(*keys)
-    except Exception:  # noqa: BLE001 - tests that stop Redis run without it
-        pass
 
 
 @pytest.fixture

@@ -175,7 +175,10 @@ def test_an_admin_key_creates_projects_up_to_its_quota(settings: Any, tenant_a: 
     assert not graph.read("MATCH (p:Project {name: 'one too many'}) RETURN p")
     # another key has its own quota
     other = make_tenant("quota other")
-    assert other.client(other.admin_key).post("/api/v1/projects", {"name": "q"}, format="json").status_code == 201
+    assert (
+        other.client(other.admin_key).post("/api/v1/projects", {"name": "q"}, format="json").status_code
+        == 201
+    )
 
 
 # --- 9. probes: failed authentication and cross-tenant attempts -----------------------------------
@@ -199,7 +202,9 @@ def test_failed_authentications_from_one_address_are_throttled(settings: Any, te
 
 
 @pytest.mark.django_db
-def test_cross_tenant_probes_are_counted_against_the_key(settings: Any, tenant_a: Tenant, tenant_b: Tenant) -> None:
+def test_cross_tenant_probes_are_counted_against_the_key(
+    settings: Any, tenant_a: Tenant, tenant_b: Tenant
+) -> None:
     settings.API_PROBE_RATE = "4/min"
     own = f"/api/v1/projects/{tenant_a.project.id}"
     prober = tenant_a.client(tenant_a.read_key)
@@ -212,7 +217,9 @@ def test_cross_tenant_probes_are_counted_against_the_key(settings: Any, tenant_a
     from_elsewhere = APIClient(REMOTE_ADDR="10.1.2.3")
     from_elsewhere.credentials(HTTP_AUTHORIZATION=f"Bearer {tenant_a.read_key.key}")
     assert from_elsewhere.get(own).status_code == 429  # counted against the key's prefix
-    assert tenant_b.client(tenant_b.read_key).get(f"/api/v1/projects/{tenant_b.project.id}").status_code == 429
+    assert (
+        tenant_b.client(tenant_b.read_key).get(f"/api/v1/projects/{tenant_b.project.id}").status_code == 429
+    )
     # ... and against the address: another key from it is blocked too, another address is not
     blocked_elsewhere = APIClient(REMOTE_ADDR="10.1.2.4")
     blocked_elsewhere.credentials(HTTP_AUTHORIZATION=f"Bearer {tenant_b.read_key.key}")
@@ -250,9 +257,12 @@ def test_rebuild_requests_are_coalesced_while_one_is_queued_or_running(tenant_a:
     assert third.json()["coalesced"] is False and third.json()["job_id"] != first.json()["job_id"]
     # another project's rebuild is its own
     other = make_tenant("rebuild other")
-    assert other.client(other.write_key).post(
-        f"/api/v1/projects/{other.project.id}/communities:rebuild"
-    ).json()["coalesced"] is False
+    assert (
+        other.client(other.write_key)
+        .post(f"/api/v1/projects/{other.project.id}/communities:rebuild")
+        .json()["coalesced"]
+        is False
+    )
 
 
 # --- 9. a session read is bounded -----------------------------------------------------------------

@@ -274,3 +274,27 @@ def test_publish_now_delivers_every_event_in_order(tenants: tuple[Tenant, Tenant
             seen.append(json.loads(message["data"])["phase"])
     pubsub.close()
     assert seen == [f"step-{i:02d}" for i in range(30)]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ws/v1/nowhere/",
+        "/ws/v1/projects/p/progress",  # no trailing slash
+        "/ws/v1/projects/p/progress/more/",
+        "/",
+    ],
+)
+def test_an_unknown_path_is_refused_at_handshake(tenants: tuple[Tenant, Tenant], path: str) -> None:
+    """Not a 500 from the router: the handshake is refused with close code 4404 (HTTP 403 on a real
+    server, see tests/core/test_api_fuzz.py), whatever key comes with it."""
+    a, _ = tenants
+
+    async def scenario() -> tuple[bool, Any]:
+        communicator, connected, code = await _connect(f"{path}?key={a.read_key.key}")
+        await communicator.wait(timeout=1)
+        return connected, code
+
+    connected, code = async_to_sync(scenario)()
+    assert not connected
+    assert code == 4404

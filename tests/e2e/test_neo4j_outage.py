@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_neo4j_outage_answers_503_and_recovers(tmp_path: Path, celery_worker_process) -> None:  # type: ignore[no-untyped-def]
-    neo4j = start_neo4j(tmp_path / "neo4j")
+    neo4j = start_neo4j(tmp_path / "neo4j", password=os.environ["NEO4J_PASSWORD"])
     env = platform_env(NEO4J_URI=f"bolt://127.0.0.1:{neo4j.port}", VAR_DIR=str(tmp_path / "var"))
     (tmp_path / "var").mkdir()
     manage("migrate", "--noinput", env=env)
@@ -64,7 +65,9 @@ def test_neo4j_outage_answers_503_and_recovers(tmp_path: Path, celery_worker_pro
         # what does not need Neo4j keeps working
         assert httpx.get(f"{base}/api/v1/projects/{project_id}", headers=auth).status_code == 200
 
-        neo4j = start_neo4j(tmp_path / "neo4j", neo4j.port)  # same store, same port
+        neo4j = start_neo4j(
+            tmp_path / "neo4j", neo4j.port, password=os.environ["NEO4J_PASSWORD"]
+        )  # same store
         wait_for_status(f"{base}/healthz", 200, timeout=60)
         assert httpx.post(f"{base}/api/v1/projects", json={"name": "after"}, headers=auth).status_code == 201
         again = httpx.post(
@@ -75,7 +78,9 @@ def test_neo4j_outage_answers_503_and_recovers(tmp_path: Path, celery_worker_pro
         )
         assert again.status_code == 200, again.text
 
-        with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j.port}", auth=("neo4j", "")) as driver:
+        with GraphDatabase.driver(
+            f"bolt://127.0.0.1:{neo4j.port}", auth=("neo4j", os.environ["NEO4J_PASSWORD"])
+        ) as driver:
             records, _, _ = driver.execute_query("MATCH (p:Project) RETURN p.name AS name ORDER BY name")
         assert [r["name"] for r in records] == ["after", "before", "outage"]  # the store survived stop/start
     finally:

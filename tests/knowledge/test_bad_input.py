@@ -183,3 +183,15 @@ def _pdf_bytes(text: str) -> bytes:
     buffer = io.BytesIO()
     writer.write(buffer)
     return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"offset": "1e20"}, {"offset": str(10**20)}, {"offset": str(2**63)}, {"limit": str(10**20)}],
+)
+def test_list_offsets_beyond_the_database_are_400(tenant: Tenant, params: dict) -> None:
+    response = tenant.client(tenant.read_key).get(f"/api/v1/projects/{tenant.project.id}/documents", params)
+    assert response.status_code == 400, response.content
+    error = _error(response)
+    assert error["code"] == "invalid_input"
+    assert set(error["details"]["fields"]) == set(params)

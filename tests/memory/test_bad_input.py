@@ -104,6 +104,46 @@ def test_malformed_store_bodies_are_400_and_write_nothing(tenant, body) -> None:
     _nothing_written(tenant.project.id)
 
 
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        # finite doubles that are no float32 (what is stored): 1e39 overflows, 1e-46 becomes 0
+        ({"embedding": [1e39] + [0.1] * 383}, "messages[1].embedding"),
+        ({"embedding": [-1e39] * 384}, "messages[1].embedding"),
+        ({"embedding": [1e-46] * 384}, "messages[1].embedding"),
+        ({"embedding": _b64([np.inf] + [0.1] * 383)}, "messages[1].embedding"),
+        # valid ISO-8601 times outside the years 1 to 9999 once converted to UTC
+        ({"timestamp": "0001-01-01T00:00:00+14:00"}, "timestamp"),
+        ({"timestamp": "9999-12-31T23:59:59-14:00"}, "timestamp"),
+    ],
+)
+def test_values_that_cannot_be_stored_are_400_and_write_nothing(tenant, message, field) -> None:  # type: ignore[no-untyped-def]
+    response = store(
+        tenant.client(tenant.write_key),
+        tenant.project.id,
+        [user("fine", embedding=[0.1] * 384), user("x", **message)],
+        user_id="u",
+    )
+    assert response.status_code == 400, response.json()
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert response.json()["error"]["details"]["field"] == field
+    _nothing_written(tenant.project.id)
+
+
+def test_the_first_timestamps_are_stored_in_utc_and_sort_as_text(tenant) -> None:  # type: ignore[no-untyped-def]
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    early = user("early", timestamp="0001-01-02T00:00:00+14:00")
+    assert (
+        store(client, pid, [user("late", timestamp="2026-01-01T00:00:00Z"), early], user_id="u").status_code
+        == 201
+    )
+    listed = client.get(f"/api/v1/projects/{pid}/memories", {"user_id": "u"}).json()["items"]
+    assert [(m["text"], m["timestamp"]) for m in listed] == [
+        ("late", "2026-01-01T00:00:00.000000Z"),
+        ("early", "0001-01-01T10:00:00.000000Z"),
+    ]
+
+
 def test_ten_thousand_messages_in_one_request_is_413(tenant) -> None:  # type: ignore[no-untyped-def]
     response = store(tenant.client(tenant.write_key), tenant.project.id, [user("m")] * 10_000, user_id="u")
     assert response.status_code == 413

@@ -151,3 +151,42 @@ def test_bad_memory_requests_write_nothing(tenant_a: Tenant, body: dict[str, Any
     response = tenant_a.client(tenant_a.write_key).post(f"{_user(tenant_a)}/memory", body, format="json")
     assert response.status_code in (400, 404), response.content
     assert node_count() == before
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        # ADK's MemoryEntry: author and timestamp are strings, the text has no NUL (nothing coerced)
+        ({"memories": [{"text": "x", "author": {"name": "ana"}}]}, "memories"),
+        ({"memories": [{"text": "x", "author": 7}]}, "memories"),
+        ({"memories": [{"text": "x", "timestamp": 1_700_000_000}]}, "memories"),
+        ({"memories": [{"text": "x", "timestamp": "0001-01-01T00:00:00+14:00"}]}, "memories"),
+        ({"memories": [{"text": "x", "timestamp": "9999-12-31T23:59:59-14:00"}]}, "memories"),
+        ({"memories": [{"text": "ok"}, {"text": "bad\x00text"}]}, "memories"),
+        ({"memories": [{"text": "x", "extra": 1}]}, "memories"),
+        ({"memories": ["just text"]}, "memories"),
+        # events given for memory: the same rules as appended events, and no NUL in their text
+        ({"events": [{"author": {"a": 1}, "content": {"parts": [{"text": "x"}]}}]}, "events"),
+        ({"events": [{"author": "u", "timestamp": 1e20, "content": {"parts": [{"text": "x"}]}}]}, "events"),
+        ({"events": [{"author": "u", "content": {"parts": [{"text": "a\x00b"}]}}]}, "events"),
+        ({"events": [{"author": "u", "content": {"parts": 3}}]}, "events"),
+    ],
+)
+def test_memory_items_with_wrong_types_or_nul_are_400(
+    tenant_a: Tenant, body: dict[str, Any], field: str
+) -> None:
+    before = node_count()
+    response = tenant_a.client(tenant_a.write_key).post(f"{_user(tenant_a)}/memory", body, format="json")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert field in error["details"]["fields"]
+    assert node_count() == before
+
+
+def test_memory_item_timestamps_are_stored_in_utc(tenant_a: Tenant) -> None:
+    client = tenant_a.client(tenant_a.write_key)
+    item = {"text": "Ana flew to Porto.", "author": "user", "timestamp": "0001-01-02T00:00:00+14:00"}
+    assert client.post(f"{_user(tenant_a)}/memory", {"memories": [item]}, format="json").status_code == 201
+    [found] = _search(tenant_a, "Porto", mode="fulltext")
+    assert found["timestamp"] == "0001-01-01T10:00:00.000000Z"

@@ -360,6 +360,65 @@ def test_bad_events_are_refused_and_write_nothing(
     assert _get(tenant_a, sid).json()["event_count"] == 0
 
 
+def _call_part(kind: str, **call: Any) -> dict[str, Any]:
+    return {"content": {"parts": [{kind: {"name": "lookup", **call}}]}}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        # values that become node properties must be strings: Neo4j cannot store an object there
+        {"invocation_id": {"a": 1}},
+        {"invocation_id": ["x"]},
+        {"id": None},
+        _call_part("function_call", id={"x": 1}),
+        _call_part("functionCall", id=[1, 2]),
+        _call_part("function_response", id={"x": 1}, response={}),
+        {"content": {"parts": [{"function_call": "lookup"}]}},
+        # parts that are not a list of objects
+        {"content": {"parts": 5}},
+        {"content": {"parts": ["text"]}},
+        # a number of seconds no date has (memory turns event times into ISO-8601 dates)
+        {"timestamp": 1e20},
+        {"timestamp": -1e15},
+    ],
+)
+def test_event_values_the_graph_cannot_hold_are_400(tenant_a: Tenant, event: dict[str, Any]) -> None:
+    sid = _create(tenant_a)["id"]
+    before = node_count()
+    response = _append(tenant_a, sid, {"author": "agent", **event})
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert node_count() == before
+    assert _get(tenant_a, sid).json()["event_count"] == 0
+
+
+def _cursor(*parts: Any) -> str:
+    import base64
+    import json
+
+    return base64.urlsafe_b64encode(json.dumps(list(parts)).encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("path", "cursor"),
+    [
+        ("", _cursor(2**64, "s")),
+        ("", _cursor(-(2**63) - 1, "s")),
+        ("", _cursor(True, "s")),
+        ("app", _cursor(2**64, "u", "s")),
+        ("app", _cursor(10**30, "u", "s")),
+    ],
+)
+def test_a_cursor_beyond_64_bits_is_400(tenant_a: Tenant, path: str, cursor: str) -> None:
+    _create(tenant_a)
+    url = f"/api/v1/projects/{tenant_a.project.id}/apps/app1/sessions" if path == "app" else _base(tenant_a)
+    response = tenant_a.client(tenant_a.read_key).get(url, {"cursor": cursor})
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert response.json()["error"]["details"] == {"field": "cursor"}
+
+
 def test_names_with_query_syntax_are_plain_values(tenant_a: Tenant) -> None:
     app, user = "a'}) DETACH DELETE n;", 'u" OR 1=1 AND text:*'
     client = tenant_a.client(tenant_a.write_key)
