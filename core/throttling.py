@@ -114,7 +114,7 @@ def probe_identities(request: Any) -> list[str]:
 def _probe_window() -> tuple[int, int]:
     from django.conf import settings
 
-    limit, duration = SimpleRateThrottle.parse_rate(None, settings.API_PROBE_RATE)  # type: ignore[arg-type]
+    limit, duration = SimpleRateThrottle.parse_rate(None, settings.API_PROBE_RATE)
     return int(limit or 0), int(duration or 60)
 
 

@@ -152,7 +152,7 @@ def event_errors(event: dict[str, Any], *, for_memory: bool = False) -> list[str
                 errors.append(f"content.parts[{position}].{kind} must be an object")
             elif call is not None and not _optional_id(call.get("id")):
                 errors.append(
-                    f"content.parts[{position}].{kind}.id must be a string of 1-{MAX_NAME_CHARS} "
+                    f"content.parts[{position}].{kind}.id must be a string of at most {MAX_NAME_CHARS} "
                     "characters or null"
                 )
         if for_memory and isinstance(part.get("text"), str) and "\x00" in part["text"]:
@@ -162,7 +162,7 @@ def event_errors(event: dict[str, Any], *, for_memory: bool = False) -> list[str
 
 def _call_schema(*extra: str) -> dict[str, Any]:
     properties: dict[str, Any] = {
-        "id": {"type": "string", "nullable": True, "minLength": 1, "maxLength": MAX_NAME_CHARS},
+        "id": {"type": "string", "nullable": True, "maxLength": MAX_NAME_CHARS},
         "name": {"type": "string"},
     }
     properties.update({name: {"type": "object", "additionalProperties": True} for name in extra})
@@ -174,7 +174,7 @@ ADK_EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": True,
     "properties": {
-        "id": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
+        "id": {"type": "string", "maxLength": MAX_NAME_CHARS},
         "author": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
         "invocation_id": {"type": "string", "nullable": True, "maxLength": MAX_NAME_CHARS},
         "timestamp": {
