@@ -87,9 +87,17 @@ public final class Launcher {
         if (auth) {
             // The password is set in the system database before READY is printed; it is passed as a
             // parameter, never on a command line.
-            dbms.database("system").executeTransactionally(
-                    "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
-                    Map.of("password", password.trim()));
+            try {
+                dbms.database("system").executeTransactionally(
+                        "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
+                        Map.of("password", password.trim()));
+            } catch (RuntimeException e) {
+                // a restart on the same store: the password is already this one
+                if (!String.valueOf(e.getMessage()).contains("cannot be the same")) {
+                    System.err.println("ERROR could not set the neo4j password: " + e.getMessage());
+                    System.exit(4);
+                }
+            }
         }
         waitForBolt(host, port);
         long tookMs = (System.nanoTime() - started) / 1_000_000L;
