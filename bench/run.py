@@ -9,6 +9,7 @@ the same run and writes bench/results/<name>.json; bench/results/README.md is th
     python bench/run.py --only sessions # ADK sessions through the adapter vs ADK's DatabaseSessionService
     python bench/run.py --only agent_framework  # MAF context provider overhead vs bare httpx
     python bench/run.py --only curation # erasure of a heavy user, retention over 1M messages, admin pages
+    python bench/run.py --only adversarial  # 80 KB / 1 MB adversarial vs normal text, text endpoints
 """
 
 from __future__ import annotations
@@ -29,10 +30,21 @@ sys.path[1:1] = [
     str(REPO / "clients" / "agent-framework" / "src"),
 ]
 
-from bench import curation, drift, ingestion, maf_provider, memory, retrieval, sessions, startup  # noqa: E402
+from bench import (  # noqa: E402
+    adversarial,
+    curation,
+    drift,
+    ingestion,
+    maf_provider,
+    memory,
+    retrieval,
+    sessions,
+    startup,
+)
 
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = {
+    "adversarial": adversarial.run,
     "agent_framework": maf_provider.run,
     "curation": curation.run,
     "drift": drift.run,

@@ -297,6 +297,13 @@ EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL
 INGEST_MAX_DOCUMENTS = env.int("INGEST_MAX_DOCUMENTS", default=500)  # per request
 INGEST_MAX_TITLE_CHARS = env.int("INGEST_MAX_TITLE_CHARS", default=1000)
 INGEST_MAX_TEXT_CHARS = env.int("INGEST_MAX_TEXT_CHARS", default=5_000_000)
+# Uploaded PDF and HTML files are parsed in a child process (knowledge/pipeline/parsing.py): more pages
+# than PDF_MAX_PAGES or text beyond INGEST_MAX_TEXT_CHARS answer 413; more CPU seconds, MB of address
+# space or wall-clock seconds than these answer 400 unparseable_document.
+PDF_MAX_PAGES = env.int("PDF_MAX_PAGES", default=2000)
+PARSE_CPU_SEC = env.int("PARSE_CPU_SEC", default=30)
+PARSE_MEMORY_MB = env.int("PARSE_MEMORY_MB", default=1024)
+PARSE_TIMEOUT_SEC = env.float("PARSE_TIMEOUT_SEC", default=60.0)
 INGEST_BATCH_SIZE = env.int("INGEST_BATCH_SIZE", default=64)  # documents per Celery task
 INGEST_MAX_RETRIES = env.int("INGEST_MAX_RETRIES", default=20)  # for a dependency outage
 INGEST_RETRY_BASE_SEC = env.float("INGEST_RETRY_BASE_SEC", default=2.0)

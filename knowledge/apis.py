@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api_base import MAX_OFFSET, ProjectApi
-from core.errors import InvalidInput
+from core.errors import InvalidInput, PlatformError
 from core.metadata import metadata_errors
 from core.parsers import FastJSONParser
 from knowledge import selectors, services
@@ -206,7 +206,11 @@ class DocumentListCreateApi(ProjectApi):
         documents = []
         for upload in files:
             mime = guess_mime_type(upload.name or "", upload.content_type)
-            text = parse_bytes(upload.read(), mime_type=mime)
+            try:  # PDF and HTML are parsed in a child process under limits (knowledge/pipeline/parsing.py)
+                text = parse_bytes(upload.read(), mime_type=mime)
+            except PlatformError as exc:
+                exc.details.setdefault("file", upload.name)
+                raise
             if not text:
                 raise InvalidInput(
                     f"{upload.name}: no text could be extracted", details={"file": upload.name}

@@ -3,10 +3,10 @@
 
 Each check times one detector on an adversarial input of 100 KB and of 1 MB and asserts that ten
 times the input costs at most fifteen times the time (a quadratic pattern costs about a hundred
-times). It is a ratio of CPU times of this thread (other processes on the machine do not count), not a
-wall-clock threshold: the best of a few repeats damps noise, the collector is paused while timing,
-and an alarm stops a 1 MB run that has already taken far longer than linear growth allows, so a
-regression fails in seconds, not hours.
+times). It is a ratio of CPU times of this thread (other processes on the machine do not count), not
+a wall-clock threshold: the best of a few repeats damps noise and the collector is paused while
+timing. A CPU-time alarm stops a run that has already taken far longer than linear growth from a
+tenth of its input allows, so a regression fails in seconds, not hours.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from core import pii
 
 pytestmark = pytest.mark.slow
 
+TINY = 10_000  # only to stop a 100 KB run that is already far too slow
 SMALL = 100_000
 LARGE = 1_000_000
 MAX_RATIO = 15.0
@@ -77,18 +79,19 @@ class _TooSlow(Exception):
 
 @contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
-    """SIGALRM raises _TooSlow in the main thread (the regex engine checks for signals)."""
+    """_TooSlow in the main thread once this process has used `seconds` of CPU time (SIGVTALRM: the
+    regex engine checks for signals; SIGALRM is pytest-timeout's)."""
 
     def _raise(signum: int, frame: object) -> None:
         raise _TooSlow
 
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGVTALRM, _raise)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 def _best(run: Callable[[str], object], text: str, *, least: int, most: int, budget: float) -> float:
@@ -114,16 +117,24 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _assert_linear(run: Callable[[str], object], build: Callable[[int], str], what: str) -> None:
-    small, large = build(SMALL), build(LARGE)
-    assert len(small) == SMALL and len(large) == LARGE
-    with _collector_paused():
-        t_small = max(_best(run, small, least=2, most=10, budget=0.1), FLOOR_SEC)
-        # A safety net only, far beyond MAX_RATIO: the first 1 MB run is stopped at twice the ratio.
+    tiny, small, large = build(TINY), build(SMALL), build(LARGE)
+    assert (len(tiny), len(small), len(large)) == (TINY, SMALL, LARGE)
+
+    def timed(text: str, limit: float, **repeats: Any) -> float:
+        """Safety net only, far beyond MAX_RATIO: a run over `limit` seconds fails at once."""
         try:
-            with _deadline(2 * MAX_RATIO * t_small + 1.0):
-                t_large = _best(run, large, least=1, most=1, budget=0)
+            with _deadline(limit):
+                return _best(run, text, **repeats)
         except _TooSlow:
-            pytest.fail(f"{what}: 1 MB took over {2 * MAX_RATIO:.0f}x the time of 100 KB ({t_small:.4f} s)")
+            pytest.fail(
+                f"{what}: {len(text):,} characters took over {limit:.1f} s, {2 * MAX_RATIO:.0f}x "
+                "the time of a tenth of them"
+            )
+
+    with _collector_paused():
+        t_tiny = _best(run, tiny, least=2, most=10, budget=0.05)
+        t_small = max(timed(small, 2 * MAX_RATIO * t_tiny + 1.0, least=2, most=10, budget=0.1), FLOOR_SEC)
+        t_large = timed(large, 2 * MAX_RATIO * t_small + 1.0, least=1, most=1, budget=0)
         if t_large < 0.3:  # repeat a cheap run: one descheduling must not decide its ratio
             t_large = min(t_large, _best(run, large, least=0, most=5, budget=0.3 - t_large))
     ratio = t_large / t_small
