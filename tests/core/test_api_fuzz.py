@@ -146,6 +146,7 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Worl
 
     log = tmp_path_factory.mktemp("fuzz") / "web.log"
     with django_db_blocker.unblock():
+        before = _platform_rows()
         tenant = make_tenant("fuzz")
     # the fuzzer sends hundreds of requests a minute, many of them 404s: no throttling here
     env = {**worker_env(), "API_THROTTLE_RATE": "1000000/min", "API_PROBE_RATE": "1000000/min"}
@@ -162,6 +163,23 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Worl
         stop(proc)
         with django_db_blocker.unblock():
             Project.objects.filter(pk=tenant.project.id).delete()
+            # what the server committed (projects the fuzzer created, erasure requests, audit
+            # entries…) goes too: later tests expect the test database as they left it
+            for model, keys in _platform_rows().items():
+                model.objects.filter(pk__in=keys - before.get(model, set())).delete()
+
+
+def _platform_rows() -> dict[Any, set[Any]]:
+    """The primary keys of every row of the platform's own SQL models."""
+    from django.apps import apps
+
+    own = ("core", "knowledge", "memory", "retrieval", "sessions_graph", "curation")
+    return {
+        model: set(model.objects.values_list("pk", flat=True))
+        for label in own
+        for model in apps.get_app_config(label).get_models()
+        if model._meta.managed and not model._meta.proxy  # admin-only models have no table
+    }
 
 
 @schema.hook
