@@ -10,7 +10,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from config.secrets import MIN_SECRET_KEY_CHARS, PUBLIC_SECRET_KEYS, install_secret
+from core.secrets import MIN_SECRET_KEY_CHARS, PUBLIC_SECRET_KEYS, install_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

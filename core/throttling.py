@@ -14,11 +14,12 @@ import time
 import uuid
 from typing import Any
 
+from django.conf import settings
 from redis.commands.core import Script
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from core.auth import request_api_key
+from core.auth import KEY_RE, request_api_key
 from core.redis_client import get_redis
 
 logger = logging.getLogger(__name__)
@@ -99,8 +100,6 @@ PROBE_PATHS = ("/api/", "/retrieve")
 def probe_identities(request: Any) -> list[str]:
     """Who a probe is counted against: the client address and, when a key-shaped credential was
     presented, its prefix (so guessing the secret of one key is slowed from every address)."""
-    from core.auth import KEY_RE
-
     idents = [f"addr:{request.META.get('REMOTE_ADDR') or 'unknown'}"]
     header = request.META.get("HTTP_AUTHORIZATION", "")
     parts = header.split()
@@ -112,8 +111,6 @@ def probe_identities(request: Any) -> list[str]:
 
 
 def _probe_window() -> tuple[int, int]:
-    from django.conf import settings
-
     limit, duration = SimpleRateThrottle.parse_rate(None, settings.API_PROBE_RATE)
     return int(limit or 0), int(duration or 60)
 

@@ -57,10 +57,11 @@ plan alone (subqueries inside expressions are invisible there, and plans change 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -1257,18 +1258,25 @@ def _plan_checked(query: str, allowed: frozenset[str]) -> None:
         _checked.add((query, allowed))
 
 
-def plan_check(query: str) -> None:
-    """Barrier 4: `EXPLAIN` the query that runs (the wrapper around a confined body) and refuse it when
-    its plan could reach another project's nodes; raises ProfileFailed."""
-    allowed = _allowed_procedures()
+@contextlib.contextmanager
+def _neo4j_errors_as_failures() -> Iterator[None]:
+    """A Neo4j error of the profile itself becomes ProfileFailed; an unavailable server stays a 503."""
     try:
-        _, query_type, plan = _explain(query, _EXPLAIN_PARAMS)
+        yield
     except Neo4jError as exc:
         if isinstance(exc, graph.UNAVAILABLE_ERRORS):
             raise
         raise ProfileFailed(
             f"enrichment profile failed: {exc.message or exc}", details={"neo4j_code": exc.code}
         ) from exc
+
+
+def plan_check(query: str) -> None:
+    """Barrier 4: `EXPLAIN` the query that runs (the wrapper around a confined body) and refuse it when
+    its plan could reach another project's nodes; raises ProfileFailed."""
+    allowed = _allowed_procedures()
+    with _neo4j_errors_as_failures():
+        _, query_type, plan = _explain(query, _EXPLAIN_PARAMS)
     problems = _plan_problems(plan, allowed)
     if query_type != "r":
         problems.append(f"it is not read-only (query type {query_type!r})")
@@ -1310,11 +1318,5 @@ def execute_read_only(
     def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
         return [record.data() for record in tx.run(query, {"project_id": project_id, "hits": hits})]
 
-    try:
+    with _neo4j_errors_as_failures():
         return graph.read_tx(work)
-    except Neo4jError as exc:
-        if isinstance(exc, graph.UNAVAILABLE_ERRORS):
-            raise
-        raise ProfileFailed(
-            f"enrichment profile failed: {exc.message or exc}", details={"neo4j_code": exc.code}
-        ) from exc

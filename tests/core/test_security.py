@@ -21,10 +21,10 @@ from django.utils.safestring import mark_safe
 from rest_framework.test import APIClient
 
 from config.asgi import application
-from config.secrets import PUBLIC_SECRET_KEYS
 from core import graph
 from core.models import Job, Project
 from core.progress import ProgressEvent, publish
+from core.secrets import PUBLIC_SECRET_KEYS
 from core.services import api_key_revoke
 from tests.conftest import Tenant, make_tenant
 from tests.support.processes import REPO

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from config.secrets import install_secret
 from core.runtime import ManagedProcess, start_neo4j, start_redis
+from core.secrets import install_secret
 
 _started: list[ManagedProcess] = []
 _temp_dirs: list[Path] = []

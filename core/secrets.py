@@ -3,7 +3,8 @@
 The Django secret key and the passwords of the embedded Neo4j and Redis come from here when the
 environment does not set them. Several processes start at once (web, worker, beat), so a file is
 created atomically: the first process links a complete temporary file into place, the others read it.
-Standard library only: `platform/run.py` uses it before Django is configured.
+Standard library only: `platform/run.py`, the settings and the test plugin use it before Django is
+configured.
 """
 
 from __future__ import annotations
@@ -34,15 +35,8 @@ def install_secret(path: Path, *, nbytes: int = 48) -> str:
     existing = _read(path)
     if existing:
         return existing
-    path.parent.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_urlsafe(nbytes)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    temp = _private_temp(path, secrets.token_urlsafe(nbytes) + "\n")
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(value + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
         with contextlib.suppress(FileExistsError):  # another process got there first
             os.link(temp, path)  # atomic
     finally:
@@ -68,10 +62,16 @@ def _read(path: Path) -> str:
 
 def write_private(path: Path, text: str) -> None:
     """Write `text` to `path` readable by the owner only (replacing what was there)."""
-    path = Path(path)
+    os.replace(_private_temp(Path(path), text), path)
+
+
+def _private_temp(path: Path, text: str) -> Path:
+    """A new file beside `path`, mode 0600, holding `text` on disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
-    os.replace(temp, path)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return temp
