@@ -2,11 +2,12 @@
 
 For each endpoint that takes text (documents as JSON and as an uploaded file, search, memory store
 and search, session events, ADK memory, DRIFT `/retrieve`), an 80 KB and a 1 MB input (and, where the
-endpoint refuses longer text, one at its limit) of four adversarial kinds is sent next to normal text
+endpoint refuses longer text, one at its limit) of five adversarial kinds is sent next to normal text
 of the same size, BENCH_ADVERSARIAL_REPEATS times (default 3) each, interleaved. The kinds are what
 made the old regular expressions quadratic: a long run of spaces and tabs with no newline after it
-(`[ \\t]+\\n` in text cleaning), "Mr " repeated (PII name cues), "a.a.a…" (the e-mail local part) and
-"regards,\\n \\n \\n…" (signature blocks). The project redacts PII at ingest, so the PII patterns run
+(`[ \\t]+\\n` in text cleaning), "Mr " repeated (PII name cues), "a.a.a…" (the e-mail local part),
+"regards,\\n \\n \\n…" (signature blocks), and the words of a name found by its cue repeated one
+word short of it (the known-name matcher). The project redacts PII at ingest, so the PII patterns run
 in the request where the endpoint uses them.
 
 The figure is the client-side latency of the request (HTTP on loopback), median with min and max:
@@ -51,6 +52,9 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     # a run of blanks never followed by a newline: each start position scanned to the end
     "spaces and tabs": lambda size: _fill(" \t", size, tail="x"),
     "Mr repeated": lambda size: _fill("Mr ", size),
+    # the words of a name found by its cue, repeated and cut one word short of it: every word starts
+    # a walk of the known-name matcher that fails at its end
+    "a cued name's words": lambda size: "Mr Xy Xy Xy Xy Xy Xy. " + _fill("Xy Xy Xy Xy Xy Q ", size - 22),
     "a.a.a": lambda size: _fill("a.", size),
     "regards and blank lines": lambda size: "regards,\n" + _fill(" \n", size - 9),
 }

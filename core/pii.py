@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import phonenumbers
 from stdnum import iban as stdnum_iban
@@ -130,8 +130,7 @@ _NOT_NAMES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(NamedTuple):
     start: int
     end: int
     kind: str
@@ -214,9 +213,20 @@ class _NameIndex:
 
     Names are kept in a trie of tokens. A walk starts only at a run of word characters that begins a
     name and follows the text token by token, so it costs at most _MAX_TRIE_TOKENS steps. An
-    occurrence is bounded by non-word characters, as the former `(?<!\\w)name(?!\\w)` was."""
+    occurrence is bounded by non-word characters, as the former `(?<!\\w)name(?!\\w)` was.
+
+    A walk is Python work per token, so a text that starts a name at nearly every word ("Mr Mr Mr …"
+    after the name "Mr Mr Mr Mr Mr Mr" was found by its cue) would cost tens of steps per word. The
+    first words that start walks often (_HOT_MIN times, and at least a _HOT_RATIO-th of the
+    characters of their names) are matched instead by one regular expression, compiled from a
+    character trie of their names, which the regex engine runs in C: it tries one character at a
+    time, so it neither backtracks nor depends on how many names there are. Compiling costs Python
+    time per character of those names, and the ratio keeps it below a small multiple of the walks it
+    replaces. `anonymise` asks that expression for the next name at or after the end of the last
+    span it kept, which is the one the walks would have given there."""
 
     _END = ""  # key of the terminal mark in a trie node (no token is empty)
+    _SPACE = " "  # the key of any whitespace run, in both tries
 
     def __init__(self, names: Iterable[str]) -> None:
         self.root: dict[str, Any] = {}
@@ -238,37 +248,152 @@ class _NameIndex:
             re.compile(r"(?<!\w)[" + "".join(re.escape(c) for c in firsts) + r"]\w*") if firsts else None
         )
 
-    def spans(self, text: str) -> list[Span]:
+    def spans(self, text: str) -> tuple[list[Span], re.Pattern[str] | None]:
+        """Occurrences found by walks, and the expression that finds the rest (None when every
+        first word is walked)."""
         spans: list[Span] = []
+        matcher = None
         if self.starts is not None:
-            for first in self.starts.finditer(text):
+            starts = self.starts
+            hot = self._hot(text)
+            if hot:
+                hot_trie = _char_trie(hot[word] for word in sorted(hot))
+                matcher = re.compile(r"(?<!\w)" + _trie_pattern(hot_trie))
+                # walks start only at first words that are not hot (rejected in C)
+                words = _trie_pattern(_char_trie([[(word,) for word in sorted(hot)]]))
+                starts = re.compile(rf"(?<!\w)(?!{words})" + starts.pattern[len(r"(?<!\w)") :])
+            for first in starts.finditer(text):
                 node = self.root.get(first.group())
                 if node is None:
                     continue
-                pos = first.end()
-                longest = pos if self._END in node and not _WORD_CHAR.match(text, pos) else -1
-                for _ in range(_MAX_TRIE_TOKENS - 1):
-                    token = _TOKEN.match(text, pos)
-                    if token is None:
-                        break
-                    node = node.get(" " if token.group(2) else token.group())
-                    if node is None:
-                        break
-                    pos = token.end()
-                    if self._END in node and not _WORD_CHAR.match(text, pos):
-                        longest = pos
-                if longest != -1:
-                    spans.append(Span(first.start(), longest, "person"))
+                end = self._walk(text, node, first.end())
+                if end != -1:
+                    spans.append(Span(first.start(), end, "person"))
         for name in self.long:
             for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
                 spans.append(Span(m.start(), m.end(), "person"))
-        return spans
+        return spans, matcher
+
+    def _walk(self, text: str, node: dict[str, Any], pos: int) -> int:
+        """End of the longest name that starts with the word just before `pos` (its trie node is
+        `node`), or -1."""
+        longest = pos if self._END in node and not _WORD_CHAR.match(text, pos) else -1
+        for _ in range(_MAX_TRIE_TOKENS - 1):
+            token = _TOKEN.match(text, pos)
+            if token is None:
+                break
+            child = node.get(self._SPACE if token.group(2) else token.group())
+            if child is None:
+                break
+            node = child
+            pos = token.end()
+            if self._END in node and not _WORD_CHAR.match(text, pos):
+                longest = pos
+        return longest
+
+    def _hot(self, text: str) -> dict[str, list[tuple[str, ...]]]:
+        """The first words worth matching in C, with the names they start: counted in C (findall,
+        Counter), kept when they start walks often enough to pay for compiling their names, and when
+        their character trie nests no deeper than _HOT_MAX_NESTING groups (the regex compiler
+        recurses per group)."""
+        assert self.starts is not None
+        counts = Counter(self.starts.findall(text))
+        hot = {}
+        for word in [w for w, count in counts.items() if count >= _HOT_MIN and w in self.root]:
+            names = self._names_below(word, budget=counts[word] * _HOT_RATIO)
+            if names and _nesting(_char_trie([names]), _HOT_MAX_NESTING) <= _HOT_MAX_NESTING:
+                hot[word] = names
+        return hot
+
+    def _names_below(self, word: str, budget: int) -> list[tuple[str, ...]] | None:
+        """The names that start with `word`, as tokens; None once their characters exceed
+        `budget` (so the cost of looking is bounded by what compiling them may cost)."""
+        names: list[tuple[str, ...]] = []
+        stack: list[tuple[dict[str, Any], tuple[str, ...]]] = [(self.root[word], (word,))]
+        while stack:
+            node, tokens = stack.pop()
+            for key, child in node.items():
+                if key == self._END:
+                    names.append(tokens)
+                    budget -= sum(map(len, tokens))
+                    if budget < 0:
+                        return None
+                else:
+                    stack.append((child, (*tokens, key)))
+        return names
 
 
-def _names(text: str, known: Iterable[str]) -> tuple[list[Span], set[str]]:
+# A first word is matched in C when it starts at least _HOT_MIN walks and at least one walk per
+# _HOT_RATIO characters of the names it starts; see _NameIndex.
+_HOT_MIN = 16
+_HOT_RATIO = 4
+_HOT_MAX_NESTING = 100
+
+
+def _char_trie(groups: Iterable[Iterable[tuple[str, ...]]]) -> dict[str, Any]:
+    """Names (as tokens, in groups) in a trie of characters; a whitespace token is the one key " "."""
+    root: dict[str, Any] = {}
+    for tokens in (tokens for group in groups for tokens in group):
+        node = root
+        for token in tokens:
+            for char in token:
+                node = node.setdefault(char, {})
+        node[""] = True
+    return root
+
+
+def _chain_end(node: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The keys of a run of nodes with one child and no terminal mark, and the node after it."""
+    keys: list[str] = []
+    while len(node) == 1 and "" not in node:
+        ((key, node),) = node.items()
+        keys.append(key)
+    return keys, node
+
+
+def _nesting(node: dict[str, Any], limit: int) -> int:
+    """How many alternation groups deep the pattern of `node` nests (more than `limit` once it
+    exceeds it; the recursion never goes deeper than `limit` + 1)."""
+    if limit < 0:
+        return 1
+    deepest = 0
+    for key, child in node.items():
+        if key == "":
+            continue
+        _, after = _chain_end(child)
+        deepest = max(deepest, _nesting(after, limit - 1))
+        if deepest > limit:
+            break
+    return deepest + (1 if len(node) > 1 else 0)
+
+
+def _trie_pattern(node: dict[str, Any]) -> str:
+    """A pattern that matches the longest name of a character trie: alternatives per character (so
+    the engine never backtracks over a name), any whitespace run for " ", possessive; a name must
+    end before a non-word character, and a longer name is tried before the shorter one it extends."""
+    alternatives = []
+    for key, child in node.items():
+        if key == "":
+            continue
+        keys, after = _chain_end(child)
+        literal = "".join(r"\s++" if k == " " else re.escape(k) for k in [key, *keys])
+        alternatives.append(literal + _trie_pattern(after))
+    if "" in node:
+        alternatives.append(r"(?!\w)")
+    if len(alternatives) == 1:
+        return alternatives[0]
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def _names(text: str, known: Iterable[str]) -> tuple[list[Span], re.Pattern[str] | None, set[str]]:
     found: set[str] = set()
+    seen: set[str] = set()
     for m in _NAME_CUES.finditer(text):
-        words = m.group("name").split()
+        cued = m.group("name")
+        if cued in seen:
+            continue
+        seen.add(cued)
+        words = cued.split()
         while words and words[-1].rstrip(".") in _NOT_NAMES:
             words.pop()
         if words and words[0] not in _NOT_NAMES:
@@ -276,7 +401,8 @@ def _names(text: str, known: Iterable[str]) -> tuple[list[Span], set[str]]:
     names = {n.strip() for n in [*known, *found] if n and len(n.strip()) >= 2}
     # at one position the longest name wins, so "Ana Souza" is one placeholder rather than
     # "[PERSON] Souza"
-    return _NameIndex(names).spans(text), found
+    spans, matcher = _NameIndex(names).spans(text)
+    return spans, matcher, found
 
 
 def anonymise(text: str, *, known_names: Iterable[str] = (), phone_region: str = "US") -> Anonymised:
@@ -286,15 +412,9 @@ def anonymise(text: str, *, known_names: Iterable[str] = (), phone_region: str =
         return Anonymised(text=text)
     spans: list[Span] = [*_emails(text), *_cards(text), *_ibans(text), *_ips(text)]
     spans += _phones(text, phone_region)
-    name_spans, found = _names(text, known_names)
+    name_spans, names_after, found = _names(text, known_names)
     spans += name_spans
-    # earlier first; at one position the longer span wins; overlapping later spans are dropped
-    spans.sort(key=lambda s: (s.start, -(s.end - s.start)))
-    kept: list[Span] = []
-    for span in spans:
-        if kept and span.start < kept[-1].end:
-            continue
-        kept.append(span)
+    kept = _without_overlaps(spans, text, names_after)
     if not kept:
         return Anonymised(text=text, names=found)
     parts: list[str] = []
@@ -305,6 +425,40 @@ def anonymise(text: str, *, known_names: Iterable[str] = (), phone_region: str =
         cursor = span.end
     parts.append(text[cursor:])
     return Anonymised(text="".join(parts), counts=dict(Counter(s.kind for s in kept)), names=found)
+
+
+def _without_overlaps(spans: list[Span], text: str, names_after: re.Pattern[str] | None) -> list[Span]:
+    """The spans to replace: earlier first; at one position the longer span wins; a span that starts
+    inside a kept one is dropped. `names_after` (see _NameIndex) gives the names it matches one at a
+    time: the first that starts at or after the end of the last kept span."""
+    spans.sort(key=_order)
+    kept: list[Span] = []
+    end = 0
+    # successive matches of one finditer are what repeated searches from each match's end give
+    matches = names_after.finditer(text) if names_after is not None else iter(())
+    pending = next(matches, None)
+    i = 0
+    while i < len(spans) or pending is not None:
+        if pending is not None and (
+            i == len(spans) or (pending.start(), pending.start() - pending.end()) < _order(spans[i])
+        ):
+            span = Span(pending.start(), pending.end(), "person")
+        else:
+            span = spans[i]
+            i += 1
+        if span.start >= end:
+            kept.append(span)
+            end = span.end
+        if pending is not None and pending.start() < end:
+            if pending.end() != end:  # a span from elsewhere ends inside or after it
+                assert names_after is not None
+                matches = names_after.finditer(text, end)
+            pending = next(matches, None)
+    return kept
+
+
+def _order(span: Span) -> tuple[int, int]:
+    return span.start, span.start - span.end
 
 
 def contains_pii(text: str, *, known_names: Iterable[str] = (), phone_region: str = "US") -> bool:

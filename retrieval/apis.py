@@ -47,7 +47,8 @@ class FiltersSerializer(StrictSerializer):
 
 
 class SearchInputSerializer(StrictSerializer):
-    query = serializers.CharField()
+    # trimmed after the length check, so blanks around a short query count toward the limit
+    query = serializers.CharField(trim_whitespace=False)
     mode = serializers.ChoiceField(choices=MODES, default="hybrid")
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
     profile = serializers.SlugField(max_length=64, required=False, allow_null=True)
@@ -65,6 +66,9 @@ class SearchInputSerializer(StrictSerializer):
             raise serializers.ValidationError(f"at most {settings.RETRIEVAL_MAX_QUERY_CHARS} characters")
         if "\x00" in value:
             raise serializers.ValidationError("contains NUL bytes")
+        value = value.strip()
+        if not value:
+            raise serializers.ValidationError("This field may not be blank.")
         return value
 
 

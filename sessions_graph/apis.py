@@ -493,9 +493,16 @@ class MemoryAddSerializer(StrictSerializer):
 
 
 class MemorySearchSerializer(StrictSerializer):
-    query = serializers.CharField(max_length=10_000)
+    # trimmed after the length check, so blanks around a short query count toward the limit
+    query = serializers.CharField(max_length=10_000, trim_whitespace=False)
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
     mode = serializers.ChoiceField(choices=["vector", "fulltext", "hybrid"], required=False, allow_null=True)
+
+    def validate_query(self, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise serializers.ValidationError("This field may not be blank.")
+        return value
 
 
 def _requested_by(request: Request) -> str:

@@ -32,7 +32,8 @@ class RetrievalFailed(PlatformError):
 
 
 class RetrieveInputSerializer(StrictSerializer):
-    query = serializers.CharField(trim_whitespace=True)
+    # trimmed after the length check, so blanks around a short query count toward the limit
+    query = serializers.CharField(trim_whitespace=False)
     project_id = serializers.CharField(max_length=64)
     top_k = serializers.IntegerField(min_value=1, max_value=50, required=False)
     retrieval_id = serializers.CharField(max_length=64, required=False)
@@ -45,6 +46,9 @@ class RetrieveInputSerializer(StrictSerializer):
             raise serializers.ValidationError(f"at most {settings.RETRIEVAL_MAX_QUERY_CHARS} characters")
         if "\x00" in value:
             raise serializers.ValidationError("contains NUL bytes")
+        value = value.strip()
+        if not value:
+            raise serializers.ValidationError("This field may not be blank.")
         return value
 
     def validate_retrieval_id(self, value: str) -> str:

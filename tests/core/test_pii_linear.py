@@ -60,6 +60,8 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "capitalised words after a cue": lambda n: _fill("Aaa ", n, "Dr "),
     "capitalised words and initials": lambda n: _fill("Ab C. ", n, "this is "),
     "a different name per cue": _distinct_names,
+    # the words of a name found by its cue, repeated and cut one word short of it
+    "a cued name's words": lambda n: _fill("Xy Xy Xy Xy Xy Q ", n, "Mr Xy Xy Xy Xy Xy Xy. "),
     "dotted local part without @": lambda n: _fill("a.", n),
     "percent local part without @": lambda n: _fill("%", n),
     "at signs": lambda n: _fill("a@", n),

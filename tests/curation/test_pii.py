@@ -55,3 +55,15 @@ def test_a_name_found_once_or_known_is_replaced_everywhere() -> None:
 def test_overlapping_detections_keep_one_placeholder() -> None:
     result = anonymise("mail bob@10.0.0.1.example.com or 4111111111111111")
     assert result.text == "mail [EMAIL] or [CREDIT_CARD]"
+
+
+@pytest.mark.parametrize("repeats", [1, 40])
+def test_a_name_that_repeats_is_replaced_as_one_that_occurs_once(repeats: int) -> None:
+    """A first word that starts many names is matched by a compiled expression instead of walked
+    (core/pii.py, _NameIndex); either way every occurrence is replaced, the longest name at a
+    position wins, and a name that starts inside a span another detector kept is still found."""
+    known = {"Ana Souza", "Souza Lima", "Ana"}
+    unit = "Ana Souza met Ana. bob@x.Ana Souza Lima left. "
+    result = anonymise(unit * repeats, known_names=known)
+    assert result.text == "[PERSON] met [PERSON]. [EMAIL] [PERSON] left. " * repeats
+    assert result.counts == {"person": 3 * repeats, "email": repeats}

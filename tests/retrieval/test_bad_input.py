@@ -31,6 +31,7 @@ def _sql_rows() -> tuple[int, int, int]:
         ({"query": "x", "top_k": "ten"}, "top_k"),
         ({"query": "x", "mode": "semantic"}, "mode"),
         ({"query": "x" * 100_000}, "query"),
+        ({"query": " " * 50_000 + "x" + " " * 50_000}, "query"),  # blanks count toward the limit
         ({"query": ""}, "query"),
         ({"query": "   "}, "query"),
         ({"query": "nul\x00byte"}, "query"),

@@ -44,6 +44,7 @@ def _drift_events(caplog: pytest.LogCaptureFixture) -> list[str]:
         ({"query": ""}, "query"),
         ({"query": "   "}, "query"),
         ({"query": "x" * 100_000}, "query"),
+        ({"query": "\n" * 50_000 + "ok" + "\n" * 50_000}, "query"),  # blanks count toward the limit
         ({"query": "a\x00b"}, "query"),
         ({"query": "ok", "top_k": 0}, "top_k"),
         ({"query": "ok", "top_k": 51}, "top_k"),

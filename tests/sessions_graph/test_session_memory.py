@@ -190,3 +190,16 @@ def test_memory_item_timestamps_are_stored_in_utc(tenant_a: Tenant) -> None:
     assert client.post(f"{_user(tenant_a)}/memory", {"memories": [item]}, format="json").status_code == 201
     [found] = _search(tenant_a, "Porto", mode="fulltext")
     assert found["timestamp"] == "0001-01-01T10:00:00.000000Z"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["", "   ", "x" * 10_001, " " * 6_000 + "parcel" + " " * 6_000, "a\x00b"],
+)
+def test_bad_memory_search_queries_are_400(tenant_a: Tenant, query: str) -> None:
+    """Blank, too long (blanks around a short query count toward the limit), or with NUL."""
+    response = tenant_a.client(tenant_a.read_key).post(
+        f"{_user(tenant_a)}/memory/search", {"query": query}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "query" in response.json()["error"]["details"]["fields"]
