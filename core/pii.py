@@ -387,12 +387,7 @@ def _trie_pattern(node: dict[str, Any]) -> str:
 
 def _names(text: str, known: Iterable[str]) -> tuple[list[Span], re.Pattern[str] | None, set[str]]:
     found: set[str] = set()
-    seen: set[str] = set()
-    for m in _NAME_CUES.finditer(text):
-        cued = m.group("name")
-        if cued in seen:
-            continue
-        seen.add(cued)
+    for cued in set(_NAME_CUES.findall(text)):  # the name group, each distinct one once
         words = cued.split()
         while words and words[-1].rstrip(".") in _NOT_NAMES:
             words.pop()
@@ -434,27 +429,32 @@ def _without_overlaps(spans: list[Span], text: str, names_after: re.Pattern[str]
     spans.sort(key=_order)
     kept: list[Span] = []
     end = 0
-    # successive matches of one finditer are what repeated searches from each match's end give
+    # Successive matches of one finditer are what repeated searches from each match's end give; it
+    # starts again from `end` when a span from elsewhere ends past its next match's start.
     matches = names_after.finditer(text) if names_after is not None else iter(())
     pending = next(matches, None)
     i = 0
-    while i < len(spans) or pending is not None:
-        if pending is not None and (
-            i == len(spans) or (pending.start(), pending.start() - pending.end()) < _order(spans[i])
+    while True:
+        # names before the next span from elsewhere (or at its start and longer) are all kept
+        nxt = spans[i] if i < len(spans) else None
+        while pending is not None and (
+            nxt is None
+            or pending.start() < nxt.start
+            or (pending.start() == nxt.start and pending.end() > nxt.end)
         ):
-            span = Span(pending.start(), pending.end(), "person")
-        else:
-            span = spans[i]
-            i += 1
-        if span.start >= end:
-            kept.append(span)
-            end = span.end
-        if pending is not None and pending.start() < end:
-            if pending.end() != end:  # a span from elsewhere ends inside or after it
+            start, end = pending.span()
+            kept.append(Span(start, end, "person"))
+            pending = next(matches, None)
+        if nxt is None:
+            return kept
+        i += 1
+        if nxt.start >= end:
+            kept.append(nxt)
+            end = nxt.end
+            if pending is not None and pending.start() < end:
                 assert names_after is not None
                 matches = names_after.finditer(text, end)
-            pending = next(matches, None)
-    return kept
+                pending = next(matches, None)
 
 
 def _order(span: Span) -> tuple[int, int]:
