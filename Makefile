@@ -4,6 +4,7 @@ PYTHON ?= python3.11
 CACHE_DIR ?= $(HOME)/.cache/knowledge-platform
 LOCK_HASH := $(shell cat requirements.lock | sha256sum | cut -c1-16)
 VENV ?= $(CACHE_DIR)/venv-$(LOCK_HASH)
+WHEELS_HASH := $(shell cat tests/clients/offline-requirements.txt | sha256sum | cut -c1-16)
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -29,7 +30,14 @@ deps: system-deps python-deps launcher
 system-deps:
 	@bash platform/bin/install-system-deps
 
-python-deps: $(VENV)/.installed
+python-deps: $(VENV)/.installed $(VENV)/wheelhouse/.complete-$(WHEELS_HASH)
+	@touch $(VENV)/.last-used
+	@# venvs of other locks may belong to other checkouts: removed only after 14 days unused
+	@for old in $(CACHE_DIR)/venv-*; do \
+	  [ -d "$$old" ] && [ "$$old" != "$(VENV)" ] || continue; \
+	  mark="$$old"; for m in "$$old/.installed" "$$old/.last-used"; do [ -e "$$m" ] && mark="$$m"; done; \
+	  [ -n "$$(find "$$mark" -maxdepth 0 -mtime -14)" ] || { echo "removing $$old (unused for 14 days)"; rm -rf "$$old"; }; \
+	done
 
 # The venv path carries the lock's hash, so a changed lock means a new venv; no mtime dependency
 # (a fresh clone's files are all new).
@@ -39,8 +47,12 @@ $(VENV)/.installed:
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.lock
 	@touch $@
-	@# an older lock's venv (several GB with torch) is removed once this one is complete
-	@for old in $(CACHE_DIR)/venv-*; do [ "$$old" = "$(VENV)" ] || rm -rf "$$old"; done
+
+# Wheels for the client install test (a fresh virtualenv installs from here with --no-index), fetched
+# from the registry once per lock and requirements file (by content, like the venv itself).
+$(VENV)/wheelhouse/.complete-$(WHEELS_HASH): $(VENV)/.installed
+	$(PY) -m pip download --quiet --dest $(VENV)/wheelhouse -r tests/clients/offline-requirements.txt
+	@touch $@
 
 launcher:
 	@platform/neo4j/build

@@ -28,7 +28,7 @@ import httpx
 from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "data" / "hotpotqa-100" / "corpus.json"
+CORPUS = REPO / "bench" / "data" / "hotpotqa-100" / "corpus.json"  # vendored, see its README
 
 
 def _passages() -> list[tuple[str, list[str]]]:

@@ -33,7 +33,7 @@ import numpy as np
 from bench.ingestion import _issue_key, _post_all, load_corpus
 from bench.startup import PlatformRun, _row, neo4j_auth
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "hotpotqa-100"
+DATA = Path(__file__).resolve().parent / "data" / "hotpotqa-100"  # vendored, see its README
 MODES = ["vector", "fulltext", "hybrid"]
 LATENCY_PROJECTS = 20
 CHUNKS_PER_PROJECT = 5000
@@ -44,10 +44,7 @@ DIMS = 384
 
 
 def _data_dir() -> Path:
-    for candidate in (DATA, Path("/work/shared/data/hotpotqa-100")):
-        if candidate.exists():
-            return candidate
-    raise FileNotFoundError("hotpotqa-100 not found next to the repository (../shared/data)")
+    return DATA
 
 
 def load_questions() -> list[dict[str, Any]]:

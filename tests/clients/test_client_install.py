@@ -1,5 +1,7 @@
-"""The client packages install from a checkout into a fresh virtualenv that has only their framework
-(from the package registry), and work there: nothing is borrowed from the suite's environment."""
+"""The client packages install from a checkout into a fresh virtualenv that has only their framework,
+and work there: nothing is borrowed from the suite's environment. The framework and the packages'
+build backend and dependencies come from the wheelhouse `make` fills once per lock
+(tests/clients/offline-requirements.txt): the test installs with --no-index, without the registry."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 
 pytestmark = [pytest.mark.slow]
 
@@ -37,11 +40,15 @@ def _run(*args: str, cwd: Path = REPO) -> str:
 
 
 def test_agent_framework_knowledge_installs_next_to_maf_alone(tmp_path: Path) -> None:
+    assert any(WHEELHOUSE.glob("agent_framework_core-1.23.0-*.whl")), (
+        f"no wheelhouse at {WHEELHOUSE}: run make test"
+    )
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", str(venv))
     python = str(venv / "bin" / "python")
-    _run(python, "-m", "pip", "install", "--quiet", "agent-framework-core==1.23.0")
-    _run(python, "-m", "pip", "install", "--quiet", str(REPO / "clients" / "agent-framework"))
+    offline = ("-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE))
+    _run(python, *offline, "agent-framework-core==1.23.0")
+    _run(python, *offline, str(REPO / "clients" / "agent-framework"))
     installed = _run(python, "-m", "pip", "list", "--format=freeze")
     assert "agent-framework-knowledge==0.1.0" in installed
     assert "knowledge-platform-client==0.1.0" in installed

@@ -82,6 +82,9 @@ def _ports() -> dict[str, int]:
     return {"neo4j": free_port(), "redis": free_port(), "web": free_port()}
 
 
+# Above the suite's 300 s: the waits below add up to about 860 s in the worst case (two starts of
+# 240 s, the sample's 180 s, two shutdowns of 100 s).
+@pytest.mark.timeout(1200)
 def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
     ports = _ports()
     platform = Platform(tmp_path / "var", ports)
@@ -180,6 +183,7 @@ def _embedded_services_need_passwords(ports: dict[str, int], var_dir: Path) -> N
         driver.verify_connectivity()
 
 
+@pytest.mark.timeout(600)  # a start of up to 180 s and a shutdown of 60 s, with room
 def test_external_servers_are_not_started(tmp_path: Path) -> None:
     """With NEO4J_URI and REDIS_URL set (here: the test session's servers), run.py starts neither."""
     env = {

@@ -77,6 +77,32 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     redis_url = re.sub(r"//:[^@]*@", "//:***@", os.environ.get("REDIS_URL", ""))
     lines = [f"neo4j: {os.environ.get('NEO4J_URI')}  redis: {redis_url}"]
+    if os.environ.get("NEO4J_URI"):
+        lines.append(f"neo4j line: {_neo4j_line()}")
     for proc in _started:
         lines.append(f"started {proc.name} (pid {proc.pid}) in {proc.started_sec:.1f}s")
     return lines
+
+
+def _neo4j_line() -> str:
+    """The version and edition of the Neo4j the suite runs against, and the JDK of the embedded one."""
+    import psutil
+    from neo4j import GraphDatabase
+
+    auth = (os.environ.get("NEO4J_USERNAME", "neo4j"), os.environ.get("NEO4J_PASSWORD", ""))
+    try:
+        with GraphDatabase.driver(os.environ["NEO4J_URI"], auth=auth) as driver:
+            records, _, _ = driver.execute_query(
+                "CALL dbms.components() YIELD name, versions, edition RETURN name, versions, edition"
+            )
+        line = ", ".join(f"{r['name']} {'/'.join(r['versions'])} {r['edition']}".strip() for r in records)
+    except Exception as exc:  # the header must not stop the session; the tests will say why
+        line = f"unknown ({type(exc).__name__})"
+    for proc in _started:
+        if proc.name == "neo4j":
+            try:
+                java = Path(psutil.Process(proc.pid).exe())
+                line += f" on {java.parent.parent}"
+            except psutil.Error:
+                pass
+    return line
