@@ -63,12 +63,15 @@ def normalise_timestamp(value: str) -> str:
     return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def _prepare(project_id: str, scope: Scope) -> Project:
+def _prepare(project_id: str, scope: Scope, *, embeds: bool = True) -> Project:
+    """The scope's project, its schema and indexes in place; 409 when the work `embeds` (stores,
+    searches, summaries) and the project's vectors come from another embedder than the configured one."""
     scope.require()
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         raise NotFound("no such project")
-    project_embedder_check(project=project)
+    if embeds:
+        project_embedder_check(project=project)
     ensure_schema()
     ensure_memory_indexes()
     return project
@@ -725,8 +728,9 @@ def memory_delete(*, project_id: str, memory_id: str, requested_by: str = "") ->
 def memories_forget(*, project_id: str, scope: Scope, requested_by: str = "") -> ForgetResult:
     """Erase every memory of the scope and everything derived from it: summaries, facts,
     preferences, the user's profile (when the scope names a user), mention links and embeddings.
-    Other scopes are untouched. The audit record keeps the scope and the counts, never text."""
-    _prepare(project_id, scope)
+    Other scopes are untouched. The audit record keeps the scope and the counts, never text. It
+    needs no embeddings, so it works whichever embedder the project's vectors come from."""
+    _prepare(project_id, scope, embeds=False)
     started = time.perf_counter()
     batch = settings.MEMORY_FORGET_BATCH
     erased: dict[str, int] = defaultdict(int)
