@@ -47,7 +47,8 @@ import psutil
 from bench.ingestion import _issue_key
 from bench.memory import _Api, _driver, _Model, _platform
 from bench.retrieval import _pct as _percentile
-from bench.startup import REPO, PlatformRun, _row
+from bench.rows import row
+from bench.startup import REPO, PlatformRun
 
 SCALE = float(os.environ.get("BENCH_CURATION_SCALE", "1"))
 ADMIN_PASSWORD = "bench-curator-pw"  # noqa: S105 - a throw-away platform of the benchmark
@@ -451,56 +452,58 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
 
     first, deep = pages["pages_ms"]["first page"], pages["pages_ms"]["deep (cursor)"]
     return [
-        _row(
+        row(
             f"erase 1 user ({e['heavy_user_messages']:,} messages, "
-            f"{e['heavy_user_conversations']} conversations) among {e['users']:,} users, wall (target <= 60)",
+            f"{e['heavy_user_conversations']} conversations) among {e['users']:,} users, wall",
             e["wall_s"],
             "s",
-            "naive DETACH DELETE by user_id",
-            e["naive"]["wall_s"],
+            peer=("naive DETACH DELETE by user_id, direct Cypher", e["naive"]["wall_s"]),
+            target=("<=", 60),
         ),
-        _row(
+        row(
             "erasure canary: what still holds the user's text",
             survivors(after),
             "",
-            "naive DETACH DELETE by user_id",
-            survivors(naive_after),
+            peer=("naive DETACH DELETE by user_id", survivors(naive_after)),
         ),
-        _row(
+        row(
             f"retention run, {r['messages']:,} messages, {r['expired']:,} expired (anonymised)",
             r["run"]["took_s"],
             "s",
-            "naive: read all into the process, anonymise + embed, no writes",
-            peer["result"]["took_s"],
+            peer=("naive: read all into the process, anonymise + embed, no writes", peer["result"]["took_s"]),
         ),
-        _row(
-            f"retention run peak memory (floor: Django + embedder {r['floor_rss_mib']} MiB)",
+        row(
+            "retention run peak memory",
             r["peak_rss_mib"],
             "MiB",
-            "naive: read all into the process",
-            peer["peak_rss_mib"],
+            peer=("naive: read all into the process", peer["peak_rss_mib"]),
+            floor=("Django + embedder loaded", r["floor_rss_mib"]),
         ),
-        _row(
-            f"admin memories page p50 / p95 at {pages['memories'] // 1000}k memories (target p95 <= 500)",
-            f"{first['p50']} / {first['p95']}",
+        row(
+            f"admin memories page p50 / p95 at {pages['memories'] // 1000}k memories",
+            [first["p50"], first["p95"]],
             "ms",
-            f"offset page SKIP {pages['depth']:,} + count, direct Cypher",
-            f"{pages['peer_offset_ms']['p50']} / {pages['peer_offset_ms']['p95']}",
+            peer=(
+                f"offset page SKIP {pages['depth']:,} + count, direct Cypher",
+                [pages["peer_offset_ms"]["p50"], pages["peer_offset_ms"]["p95"]],
+            ),
+            target=("<=", 500),
         ),
-        _row(
+        row(
             f"admin memories page {pages['depth']:,} rows deep (keyset cursor) p50 / p95",
-            f"{deep['p50']} / {deep['p95']}",
+            [deep["p50"], deep["p95"]],
             "ms",
-            f"offset page SKIP {pages['depth']:,} + count, direct Cypher",
-            f"{pages['peer_offset_ms']['p50']} / {pages['peer_offset_ms']['p95']}",
+            peer=(
+                f"offset page SKIP {pages['depth']:,} + count, direct Cypher",
+                [pages["peer_offset_ms"]["p50"], pages["peer_offset_ms"]["p95"]],
+            ),
         ),
     ] + [
-        _row(
+        row(
             f"admin memories page, {name}, p50 / p95",
-            f"{v['p50']} / {v['p95']}",
+            [v["p50"], v["p95"]],
             "ms",
-            "first page",
-            f"{first['p50']} / {first['p95']}",
+            context=("first page", [first["p50"], first["p95"]]),
         )
         for name, v in pages["pages_ms"].items()
         if name in ("one user", "search")

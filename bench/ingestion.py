@@ -25,7 +25,8 @@ from typing import Any
 
 import httpx
 
-from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
+from bench.rows import row
+from bench.startup import PlatformRun, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "bench" / "data" / "hotpotqa-100" / "corpus.json"  # vendored, see its README
@@ -228,57 +229,49 @@ def run() -> dict[str, Any]:
 
     ratio = round(ingest_sec / floor_sec, 2)
     rows = [
-        _row(
+        row(
             "ingest hotpotqa-100 end to end",
             round(ingest_sec, 1),
             "s",
-            "embedding the same chunks alone",
-            round(floor_sec, 1),
+            floor=("embedding the same chunks alone", round(floor_sec, 1)),
         ),
-        _row("ingestion time / embedding floor (target <= 1.5)", ratio, "x", "target", 1.5),
-        _row(
+        row("ingestion time / embedding floor", ratio, "x", target=("<=", 1.5)),
+        row(
             "first ingest after start (same-size warm-up corpus) / embedding floor",
             round(cold_sec / floor_sec, 2),
             "x",
-            "warm platform (above)",
-            ratio,
+            context=("warm platform (above)", ratio),
         ),
-        _row(
+        row(
             "documents per second",
             round(len(docs) / ingest_sec, 1),
             "doc/s",
-            "embedding floor",
-            round(len(docs) / floor_sec, 1),
+            floor=("embedding alone", round(len(docs) / floor_sec, 1)),
         ),
-        _row(
+        row(
             "chunks per second",
             round(chunks / ingest_sec, 1),
             "chunk/s",
-            "embedding floor",
-            round(floor_chunks / floor_sec, 1),
+            floor=("embedding alone", round(floor_chunks / floor_sec, 1)),
         ),
-        _row(
+        row(
             "documents per second, pre-extracted graph",
             round(len(docs) / given_sec, 1),
             "doc/s",
-            "with extraction",
-            round(len(docs) / ingest_sec, 1),
+            context=("with extraction", round(len(docs) / ingest_sec, 1)),
         ),
-        _row(
-            "community rebuild",
+        row(
+            f"community rebuild ({community_job['counts']['levels']} levels)",
             community_job["counts"]["seconds"],
             "s",
-            "levels",
-            community_job["counts"]["levels"],
         ),
-        _row(
+        row(
             "peak RSS worker pool child",
             peaks.get("worker pool child"),
             "MiB",
-            "worker main",
-            peaks.get("worker"),
+            context=("worker main", peaks.get("worker")),
         ),
-        _row("peak RSS web", peaks.get("web"), "MiB", "neo4j", peaks.get("neo4j")),
+        row("peak RSS web", peaks.get("web"), "MiB", context=("neo4j", peaks.get("neo4j"))),
     ]
     return {
         "rows": rows,

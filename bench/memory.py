@@ -13,14 +13,15 @@ Every figure is measured over HTTP against the whole platform (`platform/run.py`
    of the two), so that it does not share the CPU with the worker.
 2. Store with client-supplied embeddings (random unit vectors): 20,000 messages in requests of 1,000
    with the embeddings as JSON arrays (6 decimals), and 20,000 more with them as base64 of float32,
-   one request of each form in turn (the first form alternates). Peer: a naive provider's one
-   auto-commit `CREATE (m:Memory {...})` per message through the Neo4j driver, 2,000 messages, 100
-   after each pair of API requests.
+   one request of each form in turn (the first form alternates). Peer: the same 20,000 messages
+   written directly through the Neo4j driver as a competent user would, one `UNWIND` of 1,000 per
+   transaction (vector stored as float32), one after each pair of API requests.
 3. Search: 200,000 memories of 1,000 users (200 each, random unit vectors, 8-16 words from the
    hotpotqa vocabulary) loaded through the API (not measured), then 200 queries (a random user, 2-4
    vocabulary words, embedded by the server), each through vector, hybrid, fulltext and recency
-   (top_k 10) and the naive provider's query done directly, interleaved query by query: the shared
-   vector index's top 10, filtered by user afterwards (query embedded in this process). The results
+   (top_k 10) and the peer's query done directly, interleaved query by query: an exact cosine scan
+   of the user's memories through the index on project and user (query embedded in this process),
+   what a competent user writes for a per-user top 10. The results
    are checked: how many of the top 10 are the user's, and how many are the exact top 10 (computed
    here from the vectors that were stored).
 4. Forget: three users with 1,000 memories each forgotten through the API (median), each checked
@@ -60,7 +61,8 @@ import numpy as np
 
 from bench.ingestion import _issue_key
 from bench.retrieval import _pct, _vocabulary
-from bench.startup import PlatformRun, _row, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
+from bench.rows import row
+from bench.startup import PlatformRun, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
 
 SCALE = float(os.environ.get("BENCH_MEMORY_SCALE", "1"))
 
@@ -74,7 +76,7 @@ LOCAL_MESSAGES = _scaled(2000, 200)
 LOCAL_BATCH = 100
 CLIENT_MESSAGES = _scaled(20_000, 2000)
 CLIENT_BATCH = 1000
-NAIVE_MESSAGES = _scaled(2000, 200)
+PEER_BATCHES_PER_REQUEST_PAIR = 1  # one UNWIND of CLIENT_BATCH messages after each pair of API requests
 SEARCH_USERS = _scaled(1000, 20)
 PER_USER = 200
 FORGET_USERS = 4  # three through the API, one for the naive peer
@@ -90,14 +92,24 @@ LOAD_CLIENTS = 2  # concurrent requests while loading the search data (not measu
 MODES = ["vector", "hybrid", "fulltext", "recency"]
 NAIVE_PROJECT = "bench-naive-provider"
 
-NAIVE_CREATE = """
-CREATE (m:Memory {id: $id, project_id: $project_id, user_id: $user_id, thread_id: $thread_id,
-                  role: $role, text: $text, timestamp: $timestamp, embedding: $embedding})
+# The peers are what a competent user of the driver writes for the same job (issue 29): a batch of
+# messages in one UNWIND per transaction (the vector stored as float32, as the platform stores it),
+# and the user's top 10 by an exact cosine scan of that user's memories (found through the index on
+# project and user), not the whole database's index top 10 filtered afterwards.
+PEER_CREATE = """
+UNWIND $rows AS r
+CREATE (m:Memory {id: r.id, project_id: $project_id, user_id: r.user_id, thread_id: r.thread_id,
+                  role: r.role, text: r.text, timestamp: $timestamp})
+WITH m, r
+CALL db.create.setNodeVectorProperty(m, 'embedding', r.embedding)
 """
-NAIVE_SEARCH = """
-CALL db.index.vector.queryNodes('memory_embeddings', 10, $vector) YIELD node, score
-WHERE node.user_id = $user_id AND node.project_id = $project_id
-RETURN node.id AS id, node.text AS text, score
+PEER_STORE = "direct driver, UNWIND of 1,000 per transaction"
+PEER_SEARCH_LABEL = "direct driver, exact scan of the user's memories"
+PEER_SEARCH = """
+MATCH (m:Memory {project_id: $project_id, user_id: $user_id})
+WITH m, vector.similarity.cosine(m.embedding, $vector) AS score
+ORDER BY score DESC LIMIT 10
+RETURN m.id AS id, m.text AS text, score
 """
 NAIVE_FORGET = "MATCH (m:Memory {project_id: $project_id, user_id: $user_id}) DETACH DELETE m"
 USER_COUNTS = "MATCH (m:Memory {project_id: $project_id}) RETURN m.user_id AS user, count(*) AS n"
@@ -469,9 +481,9 @@ def _store_client(api: _Api, platform: PlatformRun) -> dict[str, Any]:
         ]
         for form in CLIENT_FORMS
     }
-    per_request = NAIVE_MESSAGES // requests
-    naive_vectors = _unit_vectors(NAIVE_MESSAGES, seed=3).tolist()
-    naive_texts = chat_messages(NAIVE_MESSAGES, seed=4)
+    peer_messages = requests * CLIENT_BATCH
+    peer_vectors = _unit_vectors(peer_messages, seed=3).tolist()
+    peer_texts = chat_messages(peer_messages, seed=4)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
     # warm-up of this request shape, both forms (not timed)
     for i in range(WARM_UP_CLIENT_STORES):
@@ -499,22 +511,25 @@ def _store_client(api: _Api, platform: PlatformRun) -> dict[str, Any]:
                     cpu_by_form[form][role] = round(cpu_by_form[form].get(role, 0.0) + used, 1)
                 for part, used in neo4j_cpu_since(platform, threads).items():
                     neo4j_by_form[form][part] = round(neo4j_by_form[form][part] + used, 1)
+            rows = [
+                {
+                    "id": str(uuid.uuid4()),
+                    "user_id": f"peer-user-{n % 10}",
+                    "thread_id": f"peer-{n % 10}",
+                    "role": peer_texts[n][0],
+                    "text": peer_texts[n][1],
+                    "embedding": peer_vectors[n],
+                }
+                for n in range(i * CLIENT_BATCH, (i + 1) * CLIENT_BATCH)
+            ]
             started = time.perf_counter()
-            for n in range(i * per_request, (i + 1) * per_request):
-                role, text = naive_texts[n]
-                session.run(
-                    NAIVE_CREATE,
-                    id=str(uuid.uuid4()),
-                    project_id=NAIVE_PROJECT,
-                    user_id=f"naive-user-{n % 10}",
-                    thread_id=f"naive-{n % 10}",
-                    role=role,
-                    text=text,
-                    timestamp=stamp,
-                    embedding=naive_vectors[n],
+            session.execute_write(
+                lambda tx, rows=rows: tx.run(
+                    PEER_CREATE, rows=rows, project_id=NAIVE_PROJECT, timestamp=stamp
                 ).consume()
+            )
             naive_sec += time.perf_counter() - started
-        naive_done = per_request * requests
+        naive_done = peer_messages
     return {
         "messages": requests * CLIENT_BATCH,
         "requests": requests,
@@ -629,7 +644,7 @@ def _profiles(driver: Any, project: str, user: str, vector: list[float]) -> dict
         ("scope_size", cypher.SCOPE_SIZE.format(scope=where)),
         ("vector_exact", cypher.VECTOR_EXACT.format(scope=where)),
         ("recency", cypher.RECENT.format(scope=where)),
-        ("naive_peer", NAIVE_SEARCH),
+        ("peer", PEER_SEARCH),
     ):
         with driver.session() as session:
             summary = session.run("PROFILE " + query, **params).consume()
@@ -682,14 +697,14 @@ def _search(api: _Api, platform: PlatformRun, model: _Model, vocab: list[str]) -
             vector = model.embed([query])[0]
             embedded = time.perf_counter()
             records, _, _ = driver.execute_query(
-                NAIVE_SEARCH, vector=vector.tolist(), user_id=user, project_id=api.project
+                PEER_SEARCH, vector=vector.tolist(), user_id=user, project_id=api.project
             )
             finished = time.perf_counter()
             if not measured:
                 continue
             client_ms["naive"].append((finished - started) * 1000)
             embed_ms["naive"].append((embedded - started) * 1000)
-            own["naive"].append(len(records))  # the WHERE keeps only the user's
+            own["naive"].append(len(records))  # the scan reads only the user's
             returned["naive"].append(len(records))
             exact = {ids[user_index][i] for i in np.argsort(-(stored @ vector), kind="stable")[:10]}
             exact_overlap["vector"].append(len(found["vector"] & exact))
@@ -859,84 +874,76 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
     n_local, n_client = f"{off['messages']:,}", f"{client['messages']:,}"
     memories = f"{search['load']['memories'] // 1000}k memories"
     rows = [
-        _row(
+        row(
             f"store {n_local} msgs, local embedder, processing off",
             off["store_msg_per_s"],
             "msg/s",
-            "embedding the same texts alone",
-            off["embed_alone_msg_per_s"],
+            floor=("embedding the same texts alone", off["embed_alone_msg_per_s"]),
         ),
-        _row("store / embedding alone, processing off (target <= 1.3)", off["ratio"], "x", "target", 1.3),
-        _row(
+        row("store / embedding alone, processing off", off["ratio"], "x", target=("<=", 1.3)),
+        row(
             f"store {n_local} msgs, local embedder, processing on (default)",
             on["store_msg_per_s"],
             "msg/s",
-            "embedding the same texts alone",
-            on["embed_alone_msg_per_s"],
+            floor=("embedding the same texts alone", on["embed_alone_msg_per_s"]),
         ),
-        _row("store / embedding alone, processing on (target <= 1.3)", on["ratio"], "x", "target", 1.3),
-        _row(
+        row("store / embedding alone, processing on", on["ratio"], "x", target=("<=", 1.3)),
+        row(
             "processing on: every background job done",
             on["all_jobs_done_s"],
             "s",
-            "last store answered",
-            on["store_s"],
+            context=("last store answered", on["store_s"]),
         ),
-        _row(
-            f"store {n_client} msgs, client embeddings, 1,000/request (target >= 2000)",
+        row(
+            f"store {n_client} msgs, client embeddings, 1,000/request",
             client["api_msg_per_s"],
             "msg/s",
-            "naive CREATE per message (driver)",
-            client["naive_msg_per_s"],
+            peer=(PEER_STORE, client["naive_msg_per_s"]),
+            target=(">=", 2000),
         ),
-        _row(
-            f"store {n_client} msgs, client embeddings as base64 float32, 1,000/request (target >= 2000)",
+        row(
+            f"store {n_client} msgs, client embeddings as base64 float32, 1,000/request",
             client["api_base64_msg_per_s"],
             "msg/s",
-            "naive CREATE per message (driver)",
-            client["naive_msg_per_s"],
+            peer=(PEER_STORE, client["naive_msg_per_s"]),
+            target=(">=", 2000),
         ),
     ]
     for mode in MODES:
-        target = " (target <= 100)" if mode in ("vector", "hybrid") else ""
         for p in ("p95", "p50"):
             rows.append(
-                _row(
-                    f"search {p} {mode}, 1 user of {memories}, HTTP{target if p == 'p95' else ''}",
+                row(
+                    f"search {p} {mode}, 1 user of {memories}, HTTP",
                     modes[mode][f"{p}_ms"],
                     "ms",
-                    "naive queryNodes + user filter (direct)",
-                    naive[f"{p}_ms"],
+                    peer=(PEER_SEARCH_LABEL, naive[f"{p}_ms"]),
+                    target=("<=", 100) if p == "p95" and mode in ("vector", "hybrid") else None,
                 )
             )
     rows += [
-        _row(
+        row(
             "query embedding p50 (server, in vector search)",
             modes["vector"]["embedding_p50_ms"],
             "ms",
-            "naive peer, in process",
-            naive["embedding_p50_ms"],
+            peer=("the peer's, in process", naive["embedding_p50_ms"]),
         ),
-        _row(
+        row(
             "vector top 10: results that are the user's",
             modes["vector"]["own_results_mean"],
             "of 10",
-            "naive queryNodes + user filter",
-            naive["own_results_mean"],
+            peer=(PEER_SEARCH_LABEL, naive["own_results_mean"]),
         ),
-        _row(
+        row(
             "vector top 10: overlap with the exact top 10",
             modes["vector"]["exact_top10_overlap_pct"],
             "%",
-            "naive queryNodes + user filter",
-            naive["exact_top10_overlap_pct"],
+            peer=(PEER_SEARCH_LABEL, naive["exact_top10_overlap_pct"]),
         ),
-        _row(
+        row(
             f"forget 1 user of {forget['user_memories']:,} memories (median of 3), HTTP",
             forget["api_median_ms"],
             "ms",
-            "naive MATCH … DETACH DELETE (direct)",
-            forget["naive_ms"],
+            peer=("MATCH … DETACH DELETE, direct", forget["naive_ms"]),
         ),
     ]
     return rows

@@ -1,6 +1,8 @@
 #!/usr/bin/env python
-"""Benchmark harness (make bench). Each benchmark prints its figures next to a peer's figure from
-the same run and writes bench/results/<name>.json; bench/results/README.md is the combined table.
+"""Benchmark harness (make bench). Each benchmark runs --repeats times (3 unless it repeats inside
+one run) on a committed tree (--dirty to measure uncommitted changes, recorded), writes
+bench/results/<name>.json with the rows of bench/rows.py, the commit, the Neo4j line and JDK, and
+the spread of the runs; bench/results/README.md is the combined table.
 
     python bench/run.py                 # all benchmarks
     python bench/run.py --only startup  # one of them
@@ -17,9 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform as stdlib_platform
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -38,22 +42,24 @@ from bench import (  # noqa: E402
     maf_provider,
     memory,
     retrieval,
+    rows,
     sessions,
     startup,
 )
 
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = {
-    "adversarial": adversarial.run,
-    "agent_framework": maf_provider.run,
-    "curation": curation.run,
-    "drift": drift.run,
-    "startup": startup.run,
-    "ingestion": ingestion.run,
-    "retrieval": retrieval.run,
-    "memory": memory.run,
-    "sessions": sessions.run,
+    "adversarial": adversarial,
+    "agent_framework": maf_provider,
+    "curation": curation,
+    "drift": drift,
+    "startup": startup,
+    "ingestion": ingestion,
+    "retrieval": retrieval,
+    "memory": memory,
+    "sessions": sessions,
 }
+DEFAULT_REPEATS = 3
 
 
 def machine() -> dict[str, object]:
@@ -81,41 +87,150 @@ def embedded_neo4j() -> dict[str, str]:
     }
 
 
+def code_version() -> dict[str, object]:
+    """The commit measured and whether the tree differs from it (results excluded: this writes them)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout
+
+    changed = [
+        line
+        for line in git("status", "--porcelain").splitlines()
+        if not line[3:].startswith("bench/results/")
+    ]
+    return {
+        "commit": git("rev-parse", "--short=10", "HEAD").strip(),
+        "dirty": bool(changed),
+        "changed": changed,
+    }
+
+
 def write_table() -> None:
-    rows = ["| benchmark | figure | platform | peer | peer figure |", "|---|---|---|---|---|"]
-    for path in sorted(RESULTS.glob("*.json")):
-        result = json.loads(path.read_text())
-        for row in result["rows"]:
-            rows.append(
-                f"| {result['name']} | {row['figure']} | {row['value']} {row['unit']} | {row['peer']} | "
-                f"{row['peer_value']} {row['unit']} |"
-            )
-    header = (
-        "# Benchmark results\n\nWritten by `make bench` (bench/run.py); each figure stands next to a peer's "
-        "figure measured in the same run. Machine and date are in each JSON file.\n\n"
-    )
-    (RESULTS / "README.md").write_text(header + "\n".join(rows) + "\n")
+    results = [json.loads(path.read_text()) for path in sorted(RESULTS.glob("*.json"))]
+    lines = [
+        "# Benchmark results",
+        "",
+        "Written by `make bench` (bench/run.py) from the JSON files beside this one. Each row says what its",
+        "figure is compared with, in its own column: a peer (another system doing the same job) measured in",
+        "the same run, a published figure with its source, a floor measured in the same run (a bound the",
+        "platform cannot beat: the least time, or for a rate the most), or an issue's target, with whether",
+        "the median meets it; a row's context (another figure of the platform, for scale) is in its figure",
+        "cell, never in a comparison column. A platform figure",
+        "is the median over repeated runs with min–max beside it; the provenance table says which commit,",
+        "Neo4j line and JDK each file measured, and how many runs.",
+        "",
+        "| benchmark | figure | platform | peer, same run | published (source) | floor, same run | target "
+        "| result |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for result in results:
+        for r in result["rows"]:
+            lines.append(_table_row(result["name"], r))
+    lines += [
+        "",
+        "## Provenance",
+        "",
+        "| benchmark | commit | tree | Neo4j | JDK | date | runs | wall (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for result in results:
+        lines.append(_provenance(result))
+    (RESULTS / "README.md").write_text("\n".join(lines) + "\n")
+
+
+def _table_row(name: str, r: dict[str, Any]) -> str:
+    if isinstance(r.get("peer"), str):  # a row written before issue 29: its comparison is not classified
+        return (
+            f"| {name} | {r['figure']} | {rows.show(r['value'])} {r['unit']} | (not classified: "
+            f"{r['peer']} {rows.show(r.get('peer_value'))} {r['unit']}) | | | | stale |"
+        )
+    unit = r["unit"]
+    figure = r["figure"]
+    if "context" in r:
+        figure += f" (same run, for scale: {r['context']['label']} {rows.show(r['context']['value'])} {unit})"
+    spread = rows.spread(r.get("runs"))
+    platform = f"{rows.show(r['value'])} {unit}" + (f" ({spread})" if spread else "")
+    peer = ""
+    if "peer" in r:
+        peer_spread = rows.spread(r["peer"].get("runs"))
+        peer = f"{r['peer']['label']}: {rows.show(r['peer']['value'])} {unit}" + (
+            f" ({peer_spread})" if peer_spread else ""
+        )
+    published = ""
+    if "published" in r:
+        p = r["published"]
+        published = f"{p['label']}: {rows.show(p['value'])} {unit} ({p['source']})"
+    floor = f"{r['floor']['label']}: {rows.show(r['floor']['value'])} {unit}" if "floor" in r else ""
+    target = f"{r['target']['op']} {rows.show(r['target']['value'])} {unit}" if "target" in r else ""
+    verdict = {True: "met", False: "**missed**", None: ""}[rows.met(r)]
+    cells = [name, figure, platform, peer, published, floor, target, verdict]
+    return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
+
+
+def _provenance(result: dict[str, Any]) -> str:
+    figures = result.get("figures") or {}
+    code = result.get("code") or figures.get("code") or {}
+    m = result.get("machine") or {}
+    tree = "clean" if code.get("dirty") is False else ("**dirty**" if code.get("dirty") else "not recorded")
+    if "uncommitted_changes" in code:  # the older record of the same thing
+        tree = "**dirty**" if code["uncommitted_changes"] else "clean"
+    runs = result.get("repeats") or figures.get("repeats") or "1 (not recorded)"
+    wall = result.get("wall_s") or figures.get("wall_s") or ""
+    cells = [
+        result["name"],
+        code.get("commit", "not recorded"),
+        tree,
+        m.get("neo4j", "not recorded"),
+        m.get("neo4j_jdk", "not recorded"),
+        result.get("date", ""),
+        runs,
+        wall,
+    ]
+    return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", choices=sorted(BENCHMARKS), action="append")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=DEFAULT_REPEATS,
+        help="runs of each benchmark; the table shows the median and min-max (a benchmark that repeats "
+        "inside one run, such as adversarial, runs once)",
+    )
+    parser.add_argument(
+        "--dirty", action="store_true", help="measure a tree with uncommitted changes (recorded)"
+    )
     args = parser.parse_args()
+    code = code_version()
+    if code["dirty"] and not args.dirty:
+        print("the tree has uncommitted changes; commit them, or pass --dirty (recorded in the results):")
+        print("\n".join(f"  {line}" for line in code["changed"]))  # type: ignore[attr-defined]
+        return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
     for name in args.only or sorted(BENCHMARKS):
-        print(f"== {name}", flush=True)
+        module = BENCHMARKS[name]
+        repeats = 1 if getattr(module, "REPEATS_INSIDE", False) else args.repeats
         started = time.time()
-        result = BENCHMARKS[name]()
-        result.update(
-            name=name, machine=machine(), date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
-        )
+        runs = []
+        for i in range(repeats):
+            print(f"== {name} (run {i + 1} of {repeats})", flush=True)
+            runs.append(module.run())
+        result: dict[str, Any] = {
+            "name": name,
+            "rows": rows.merge_runs([r["rows"] for r in runs]),
+            "figures": runs[0].get("figures", {}),
+            "figures_of_other_runs": [r.get("figures", {}) for r in runs[1:]],
+            "repeats": module.REPEATS if getattr(module, "REPEATS_INSIDE", False) else repeats,
+            "code": code,
+            "machine": machine(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
+            "wall_s": round(time.time() - started, 1),
+        }
         (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-        width = max(len(r["figure"]) for r in result["rows"])
-        for row in result["rows"]:
-            print(
-                f"  {row['figure']:<{width}}  {row['value']:>9} {row['unit']:<4}  | {row['peer']}: "
-                f"{row['peer_value']} {row['unit']}"
-            )
+        for r in result["rows"]:
+            print("  " + _table_row(name, r))
     write_table()
     print(f"results in {RESULTS}")
     return 0

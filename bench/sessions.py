@@ -20,7 +20,8 @@ from typing import Any
 
 import httpx
 
-from bench.startup import PlatformRun, _row
+from bench.rows import row
+from bench.startup import PlatformRun
 
 BIG_EVENTS = 10_000
 MANY_SESSIONS = 10_000
@@ -272,9 +273,10 @@ def run() -> dict[str, Any]:
     figures["wall_s"] = round(time.perf_counter() - started, 1)
     figures["notes"] = (
         "Platform: adk_knowledge.PlatformSessionService (ADK 2.x BaseSessionService) over the REST API on "
-        "loopback HTTP (daphne, one process), Neo4j 5.26 embedded; every append carries the optimistic "
-        "check; the per-key rate limit is lifted for the run. ADK: DatabaseSessionService with "
-        "sqlite+aiosqlite, in-process calls. list_sessions on the platform reads all 10,000 through the "
+        "loopback HTTP (daphne, one process), the embedded Neo4j (its line is in machine); every append "
+        "carries the optimistic check; the per-key rate limit is lifted for the run. ADK: "
+        "DatabaseSessionService with sqlite+aiosqlite, in-process calls. list_sessions on the platform "
+        "reads all 10,000 through the "
         "API's largest page (limit 10,000); ADK returns them in one call. "
         "Targets (issue 8): get last 20 of 10,000 p95 "
         "<= 50 ms, list 10,000 p95 <= 500 ms."
@@ -286,39 +288,36 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
     p, a = f["platform"], f["adk"]
     peer = f"ADK {f['adk_version']} DatabaseSessionService (SQLite)"
     return [
-        _row(
+        row(
             "append events, one session (sequential, optimistic check)",
             p["append_one_session_events_per_s"],
             "ev/s",
-            peer,
-            a["append_one_session_events_per_s"],
+            peer=(peer, a["append_one_session_events_per_s"]),
         ),
-        _row(
+        row(
             "append events, 50 sessions concurrently",
             p["append_50_sessions_events_per_s"],
             "ev/s",
-            peer,
-            a["append_50_sessions_events_per_s"],
+            peer=(peer, a["append_50_sessions_events_per_s"]),
         ),
-        _row(
-            "get_session last 20 of 10,000 events p95 (target <= 50)",
+        row(
+            "get_session last 20 of 10,000 events p95",
             p["get_last_20_of_10000_ms"]["p95"],
             "ms",
-            peer,
-            a["get_last_20_of_10000_ms"]["p95"],
+            peer=(peer, a["get_last_20_of_10000_ms"]["p95"]),
+            target=("<=", 50),
         ),
-        _row(
-            "list_sessions all 10,000 of a user p95 (target <= 500)",
+        row(
+            "list_sessions all 10,000 of a user p95",
             p["list_all_10000_ms"]["p95"],
             "ms",
-            peer,
-            a["list_all_10000_ms"]["p95"],
+            peer=(peer, a["list_all_10000_ms"]["p95"]),
+            target=("<=", 500),
         ),
-        _row(
+        row(
             "list_sessions first page (100 of 10,000) p95, REST",
             p["list_first_100_ms"]["p95"],
             "ms",
-            peer + ", which cannot page: all 10,000",
-            a["list_all_10000_ms"]["p95"],
+            peer=(peer + ", which cannot page: all 10,000", a["list_all_10000_ms"]["p95"]),
         ),
     ]

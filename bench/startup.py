@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import psutil
 
+from bench.rows import row
 from core.runtime import free_port, start_neo4j, start_redis
 
 REPO = Path(__file__).resolve().parent.parent
@@ -259,69 +260,63 @@ def run() -> dict[str, Any]:
                 figures[phase]["stop_s"] = platform.stop()
         cold, warm = figures["cold"], figures["warm"]
         rows = [
-            _row(
+            row(
                 "Neo4j ready, empty store",
                 cold["neo4j_ready_s"],
                 "s",
-                "Redis ready, empty dir",
-                cold["redis_ready_s"],
+                context=("Redis ready, empty dir", cold["redis_ready_s"]),
             ),
-            _row(
+            row(
                 "Neo4j ready, existing store",
                 warm["neo4j_ready_s"],
                 "s",
-                "Redis ready, existing AOF",
-                warm["redis_ready_s"],
+                context=("Redis ready, existing AOF", warm["redis_ready_s"]),
             ),
-            _row(
+            row(
                 "whole platform /healthz 200, cold",
                 cold["healthz_200_s"],
                 "s",
-                "Neo4j + Redis alone, cold",
-                peer["services_cold_s"],
+                floor=("Neo4j + Redis alone, cold", peer["services_cold_s"]),
             ),
-            _row(
+            row(
                 "whole platform /healthz 200, warm",
                 warm["healthz_200_s"],
                 "s",
-                "Neo4j + Redis alone, warm",
-                peer["services_warm_s"],
+                floor=("Neo4j + Redis alone, warm", peer["services_warm_s"]),
             ),
-            _row("whole platform stop (Ctrl-C)", warm["stop_s"], "s", "cold run's stop", cold["stop_s"]),
-            _row(
+            row(
+                "whole platform stop (Ctrl-C)",
+                warm["stop_s"],
+                "s",
+                context=("cold run's stop", cold["stop_s"]),
+            ),
+            row(
                 "peak RSS neo4j (JVM, 1g heap)",
                 warm["peak_rss_mib"].get("neo4j"),
                 "MiB",
-                "redis",
-                warm["peak_rss_mib"].get("redis"),
+                context=("redis", warm["peak_rss_mib"].get("redis")),
             ),
         ]
         for role in ("web", "worker", "worker pool child", "beat"):
             rows.append(
-                _row(
+                row(
                     f"peak RSS {role}",
                     warm["peak_rss_mib"].get(role),
                     "MiB",
-                    "bare django.setup()",
-                    django_peak,
+                    floor=("bare django.setup()", django_peak),
                 )
             )
         rows.append(
-            _row(
+            row(
                 "median GET /api/v1/projects/{id}",
                 warm["median_latency_ms"]["project_get"],
                 "ms",
-                "median GET /healthz (4 checks)",
-                warm["median_latency_ms"]["healthz"],
+                context=("median GET /healthz (4 checks)", warm["median_latency_ms"]["healthz"]),
             )
         )
         return {"rows": rows, "figures": figures}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _row(figure: str, value: Any, unit: str, peer: str, peer_value: Any) -> dict[str, Any]:
-    return {"figure": figure, "value": value, "unit": unit, "peer": peer, "peer_value": peer_value}
 
 
 def cpu_by_role(platform: PlatformRun) -> dict[str, float]:

