@@ -166,6 +166,36 @@ def stop_worker(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
+def start_beat(schedule_dir: Path, *, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A real `celery -A config beat` process with its schedule file (and its output, for a failing
+    test to show) in `schedule_dir`; `env` sets the schedule (RETENTION_EVERY_HOURS, ...)."""
+    log = (schedule_dir / "beat.log").open("wb")
+    try:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "beat",
+                "--loglevel",
+                "info",
+                "--schedule",
+                str(schedule_dir / "celerybeat-schedule"),
+                "--max-interval",
+                "1",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        log.close()
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
     """A real Celery worker on the session's Redis and test database (for health checks and tasks)."""

@@ -95,13 +95,17 @@ def test_openai_embedder_batches_orders_and_records_usage(fake_openai: FakeOpenA
     assert meter.prompt_tokens == 28
 
 
-def test_openai_embedder_retries_429(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]
+def test_openai_embedder_retries_429_after_the_retry_after_wait(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]
     settings.EMBEDDINGS_API_KEY = "sk-test"
     settings.EMBEDDINGS_BASE_URL = fake_openai.base_url
-    fake_openai.queue(Step(status=429, headers={"Retry-After": "0"}))
+    settings.RETRY_BACKOFF_MAX_SEC = 5.0  # the header's 1 s is within the cap; the backoff alone is 0.01 s
+    fake_openai.queue(Step(status=429, headers={"Retry-After": "1"}))
     embedder = make_embedder(provider="openai", model="text-embedding-3-small", dimensions=8)
     assert len(embedder.embed_one("hello")) == 8
-    assert len(fake_openai.requests_to("/embeddings")) == 2
+    calls = fake_openai.requests_to("/embeddings")
+    assert len(calls) == 2
+    # the retry reached the server only after the wait the header asked for
+    assert calls[1].received_at - calls[0].received_at >= 0.9
 
 
 def test_wrong_dimension_from_server_is_rejected(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]

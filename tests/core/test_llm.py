@@ -30,10 +30,15 @@ def test_chat_returns_reply_and_records_usage(fake_openai: FakeOpenAI) -> None:
     assert request.headers["authorization"] == "Bearer sk-test"
 
 
-def test_429_is_retried_honouring_retry_after(fake_openai: FakeOpenAI) -> None:
-    fake_openai.queue(Step(status=429, headers={"Retry-After": "0"}), Step(status=429), Step(content="ok"))
+def test_429_is_retried_honouring_retry_after(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]
+    # the backoff alone would wait at most RETRY_BACKOFF_BASE_SEC (0.01 s) before the second try; the
+    # header asks for 1 s, within the cap, so the second request can only reach the server after it
+    settings.RETRY_BACKOFF_MAX_SEC = 5.0
+    fake_openai.queue(Step(status=429, headers={"Retry-After": "1"}), Step(status=429), Step(content="ok"))
     assert chat([{"role": "user", "content": "hi"}]) == "ok"
-    assert len(fake_openai.requests_to("/chat/completions")) == 3
+    calls = fake_openai.requests_to("/chat/completions")
+    assert len(calls) == 3
+    assert calls[1].received_at - calls[0].received_at >= 0.9
 
 
 def test_5xx_exhausting_retries_is_dependency_unavailable(fake_openai: FakeOpenAI) -> None:

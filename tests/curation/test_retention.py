@@ -277,7 +277,8 @@ def test_the_retention_run_command_previews_and_runs() -> None:
     assert count("Memory", pid) == 1
 
 
-def test_beat_queues_one_run_of_every_enabled_policy_per_project() -> None:
+def test_enforce_all_queues_one_run_of_every_enabled_policy_per_project() -> None:
+    """What beat's task queues; beat itself sending it on its schedule is tests/curation/test_beat.py."""
     a, b = make_tenant("beat-a"), make_tenant("beat-b")
     RetentionPolicy.objects.update(enabled=False)
     own = _policy(a.project.id, "messages", "delete", 30)

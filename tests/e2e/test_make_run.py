@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import httpx
 import psutil
@@ -44,7 +45,8 @@ class Platform:
             start_new_session=True,
         )
         self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        assert self.proc.stdout is not None  # here, not in the reading thread, where it would fail no test
+        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
         self.base = f"http://127.0.0.1:{ports['web']}"
         self.var_dir = var_dir
 
@@ -55,9 +57,8 @@ class Platform:
         pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
         return {name: value for name, value in pairs if not name.startswith("#")}
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+    def _read(self, stdout: IO[str]) -> None:
+        for line in stdout:
             self.lines.append(line.rstrip())
 
     def output(self) -> str:

@@ -80,9 +80,10 @@ def test_store_queues_processing_with_progress_then_summarise_and_consolidate() 
     graph.write("MATCH (n {project_id: $p}) DETACH DELETE n", p=pid)
 
 
-def test_beat_consolidates_every_project() -> None:
+def test_consolidate_all_task_consolidates_every_project() -> None:
     """Consolidation on a schedule is the default retention policy's job (seed 003: turns older
-    than 90 days condensed to summaries); the memory app's own beat task still works when enabled."""
+    than 90 days condensed to summaries); the memory app's own beat task still works when enabled
+    (run here directly; beat sending it on its schedule is tests/curation/test_beat.py)."""
     from django.conf import settings
 
     from curation.tasks import retention_enforce_all

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-import time
+import threading
 
 import pytest
 
@@ -15,6 +15,7 @@ from tests.retrieval.drift_helpers import (
     ProgressListener,
     chunk_ids_of,
     ingest_with_communities,
+    kind_of,
     prompt_text,
     retrieve,
 )
@@ -80,12 +81,23 @@ def test_llm_drift_runs_seed_phases_with_bounded_calls(tenant_a: Tenant, fake_op
     ingest_with_communities(tenant_a.project.id)
     model = DriftModel(followups=3)
     fake_openai.responder = model
+    listener = ProgressListener("rid-llm-phases")
     response = retrieve(
         tenant_a.client(tenant_a.read_key),
         query="Who designed the Analytical Engine?",
         project_id=tenant_a.project.id,
+        retrieval_id="rid-llm-phases",
     )
+    events = listener.stop()
     assert response.status_code == 200, response.content
+    # the phases were reported in seed 002's order, each follow-up answered within its phase
+    assert _phase_order(events) == PHASES
+    answered = [e for e in events if re.match(r"Follow-up \d/3 answered", e["thought_summary"])]
+    assert len(answered) == 3 and {e["phase"] for e in answered} == {"executing_followup"}
+    # and the model was asked in that order, as the server saw the calls arrive: HyDE, the primer,
+    # the three follow-ups, then the aggregation
+    calls = sorted(fake_openai.requests_to("/chat/completions"), key=lambda r: r.seq)
+    assert [kind_of(c.body) for c in calls] == ["hyde", "primer", "local", "local", "local", "aggregator"]
     body = response.json()
     assert body["mode"] == "llm"
     assert body["final_answer"] == "The final answer."
@@ -129,23 +141,37 @@ def test_follow_ups_of_a_round_run_concurrently_and_rounds_iterate(
     tenant_a: Tenant, fake_openai, settings
 ) -> None:  # type: ignore[no-untyped-def]
     ingest_with_communities(tenant_a.project.id)
+    # neither the client nor DRIFT gives up on a call while the server holds it
+    settings.LLM_TIMEOUT_SEC = 120.0
+    settings.DRIFT_FOLLOWUP_TIMEOUT_SEC = 120.0
     model = DriftModel(followups=3)
-    spans: list[tuple[float, float, str]] = []
+    # the server holds each first-round call until all three have arrived: they all get through only
+    # if the search had them in flight side by side (one at a time, the first is held until the
+    # barrier's own bound breaks it, and every call of the round is marked "not together")
+    together = threading.Barrier(3)
+    log: list[tuple[str, str]] = []  # (what, question) in the order the server saw it
+    lock = threading.Lock()
 
-    def slow_local(body: dict) -> Step:
-        started = time.monotonic()
-        time.sleep(0.4)
-        step = DriftModel(followups=3)(body)
-        data = json.loads(step.content or "{}")
-        question = data["answer"]
+    def note(what: str, question: str) -> None:
+        with lock:
+            log.append((what, question))
+
+    def held_local(body: dict) -> Step:
+        data = json.loads(DriftModel(followups=3)(body).content or "{}")
+        question = data["answer"].removeprefix("Local answer to ")
+        note("asked", question)
         number = re.search(r"Follow-up (\d+)", question)
         if number and "Deeper" not in question:
+            try:
+                together.wait(timeout=30)
+            except threading.BrokenBarrierError:
+                note("not together", question)
             data["new_followups"] = [{"question": f"Deeper {number.group(1)}?"}]
             data["should_continue"] = True
-        spans.append((started, time.monotonic(), question))
+        note("answered", question)
         return Step(content=json.dumps(data))
 
-    model.override["local"] = slow_local
+    model.override["local"] = held_local
     fake_openai.responder = model
     response = retrieve(
         tenant_a.client(tenant_a.read_key),
@@ -156,13 +182,17 @@ def test_follow_ups_of_a_round_run_concurrently_and_rounds_iterate(
     body = response.json()
     assert body["stats"]["depth"] == 2
     assert body["stats"]["followups"] == 6
-    first_round = sorted(s for s in spans if "Deeper" not in s[2])
-    assert len(first_round) == 3
-    # the second follow-up started before the first one finished: they ran side by side
-    assert first_round[1][0] < first_round[0][1]
-    # rounds are sequential: every deeper follow-up started after the first round ended
-    deeper = [s for s in spans if "Deeper" in s[2]]
-    assert deeper and min(s[0] for s in deeper) >= max(s[1] for s in first_round) - 0.05
+    assert [what for what, _q in log].count("not together") == 0
+    first_round = {q for what, q in log if what == "asked" and "Deeper" not in q}
+    deeper = {q for what, q in log if what == "asked" and "Deeper" in q}
+    assert len(first_round) == 3 and len(deeper) == 3
+    # all three first-round calls were in flight before any of them was answered
+    order = [what for what, q in log if q in first_round]
+    assert order == ["asked"] * 3 + ["answered"] * 3
+    # rounds are sequential: the first deeper call came after the last first-round answer
+    last_first_answer = max(i for i, (what, q) in enumerate(log) if what == "answered" and q in first_round)
+    first_deeper_call = min(i for i, (what, q) in enumerate(log) if what == "asked" and q in deeper)
+    assert first_deeper_call > last_first_answer
     assert body["usage"]["llm_calls"] == 1 + 1 + 3 + 3 + 1
 
 

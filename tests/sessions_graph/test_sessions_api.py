@@ -150,17 +150,19 @@ def test_two_concurrent_appends_exactly_one_wins(tenant_a: Tenant) -> None:
 def test_concurrent_appends_without_a_check_keep_a_linear_chain(tenant_a: Tenant) -> None:
     sid = _create(tenant_a)["id"]
     barrier = threading.Barrier(4)
+    statuses: list[tuple[str, int]] = []  # checked here: an assert in a writer thread fails no test
 
     def writer(i: int) -> None:
         barrier.wait()
         for j in range(5):
-            assert _append(tenant_a, sid, _event(text=f"w{i}-{j}")).status_code == 201
+            statuses.append((f"w{i}-{j}", _append(tenant_a, sid, _event(text=f"w{i}-{j}")).status_code))
 
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
+    assert sorted(statuses) == sorted((f"w{i}-{j}", 201) for i in range(4) for j in range(5))
     rows = graph.read(
         "MATCH (s:Session {session_id: $sid, project_id: $p})<-[:OF_SESSION]-(e:Event) "
         "RETURN collect(e.seq) AS seqs, max(COUNT { (e)-[:NEXT]->() }) AS out, "

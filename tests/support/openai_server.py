@@ -40,6 +40,10 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    # when the server read the request (its own monotonic clock) and in which order it arrived: what a
+    # test compares to see how long a client waited between two calls, or which call came first
+    received_at: float = 0.0
+    seq: int = 0
 
 
 class FakeOpenAI:
@@ -87,6 +91,12 @@ class FakeOpenAI:
     def requests_to(self, suffix: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.split("?")[0].endswith(suffix)]
 
+    def _record(self, method: str, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(
+                RecordedRequest(method, path, headers, body, time.monotonic(), len(self.requests) + 1)
+            )
+
     def _next_step(self) -> Step | None:
         with self._lock:
             return self.script.popleft() if self.script else None
@@ -127,9 +137,7 @@ class FakeOpenAI:
                     pass  # the client gave up (timeout test)
 
             def do_GET(self) -> None:  # noqa: N802
-                fake.requests.append(
-                    RecordedRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, {})
-                )
+                fake._record("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, {})
                 if self.path.split("?")[0].endswith("/models"):
                     self._send(
                         200,
@@ -145,9 +153,7 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self._read_json()
-                fake.requests.append(
-                    RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                )
+                fake._record("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 path = self.path.split("?")[0]
                 step = fake._next_step()
                 if step is None and fake.responder is not None and path.endswith("/chat/completions"):
