@@ -128,7 +128,7 @@ def write_table() -> None:
             lines.append(_table_row(result["name"], r))
     lines += [
         "",
-        "## Provenance",
+        "### Provenance",
         "",
         "| benchmark | commit | tree | Neo4j | JDK | date | runs | wall (s) |",
         "|---|---|---|---|---|---|---|---|",
@@ -136,6 +136,21 @@ def write_table() -> None:
     for result in results:
         lines.append(_provenance(result))
     (RESULTS / "README.md").write_text("\n".join(lines) + "\n")
+    _write_readme_table(lines[next(i for i, line in enumerate(lines) if line.startswith("| benchmark |")) :])
+
+
+README = REPO / "README.md"
+BEGIN, END = "<!-- bench-table:begin", "<!-- bench-table:end -->"
+
+
+def _write_readme_table(table: list[str]) -> None:
+    """The project README's copy of the table (between its markers), so its figures are the result
+    files' and nothing else."""
+    text = README.read_text()
+    start = text.index(BEGIN)
+    start = text.index("\n", start) + 1
+    end = text.index(END)
+    README.write_text(text[:start] + "\n".join(table) + "\n" + text[end:])
 
 
 def _table_row(name: str, r: dict[str, Any]) -> str:

@@ -231,6 +231,7 @@ class _NameIndex:
     def __init__(self, names: Iterable[str]) -> None:
         self.root: dict[str, Any] = {}
         self.long: list[str] = []
+        self.name_chars = 0
         for name in names:
             tokens = _tokens(name)
             if not tokens:
@@ -242,6 +243,7 @@ class _NameIndex:
             for token in tokens:
                 node = node.setdefault(token, {})
             node[self._END] = True
+            self.name_chars += len(name)
         # word runs that can start a name, found in C by their first character
         firsts = sorted({token[0] for token in self.root})
         self.starts = (
@@ -297,7 +299,11 @@ class _NameIndex:
         their character trie nests no deeper than _HOT_MAX_NESTING groups (the regex compiler
         recurses per group)."""
         assert self.starts is not None
-        counts = Counter(self.starts.findall(text))
+        if len(self.root) <= _COUNT_BY_SUBSTRING_WORDS and self.name_chars <= _COUNT_BY_SUBSTRING_CHARS:
+            # few short names: a substring count per first word (in C) bounds its walks from above
+            counts = Counter({word: text.count(word) for word in self.root})
+        else:
+            counts = Counter(self.starts.findall(text))
         hot = {}
         for word in [w for w, count in counts.items() if count >= _HOT_MIN and w in self.root]:
             names = self._names_below(word, budget=counts[word] * _HOT_RATIO)
@@ -326,6 +332,10 @@ class _NameIndex:
 # A first word is matched in C when it starts at least _HOT_MIN walks and at least one walk per
 # _HOT_RATIO characters of the names it starts; see _NameIndex.
 _HOT_MIN = 16
+# With at most this many first words and characters of names, walks are counted with str.count (an
+# upper bound: a word inside a longer one counts too); the compile it may cause stays this small.
+_COUNT_BY_SUBSTRING_WORDS = 64
+_COUNT_BY_SUBSTRING_CHARS = 10_000
 _HOT_RATIO = 4
 _HOT_MAX_NESTING = 100
 
