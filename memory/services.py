@@ -63,12 +63,16 @@ def normalise_timestamp(value: str) -> str:
     return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def _prepare(project_id: str, scope: Scope) -> Project:
+def _prepare(project_id: str, scope: Scope, *, embeds: bool = True) -> Project:
+    """The project of a memory operation on `scope`; `embeds`: the operation writes or compares
+    vectors, so the project's embedder must be the configured one (erasure does not: it is never
+    blocked by an embedder change)."""
     scope.require()
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         raise NotFound("no such project")
-    project_embedder_check(project=project)
+    if embeds:
+        project_embedder_check(project=project)
     ensure_schema()
     ensure_memory_indexes()
     return project
@@ -726,7 +730,7 @@ def memories_forget(*, project_id: str, scope: Scope, requested_by: str = "") ->
     """Erase every memory of the scope and everything derived from it: summaries, facts,
     preferences, the user's profile (when the scope names a user), mention links and embeddings.
     Other scopes are untouched. The audit record keeps the scope and the counts, never text."""
-    _prepare(project_id, scope)
+    _prepare(project_id, scope, embeds=False)
     started = time.perf_counter()
     batch = settings.MEMORY_FORGET_BATCH
     erased: dict[str, int] = defaultdict(int)
