@@ -22,6 +22,7 @@ from core.graph.schema import ensure_schema
 from core.models import ACCESSIBILITY, Project
 from core.pii import PLACEHOLDERS, anonymise
 from core.progress import ProgressEvent, publish
+from core.task_runs import broker_ensure
 from curation import cypher
 from curation.models import AuditEntry, ErasureRequest, PolicyRun, RetentionPolicy
 from knowledge.dto import DocumentInput
@@ -599,6 +600,7 @@ def erasure_request_create(*, project_id: str, user_id: str, actor: str) -> Eras
         )
     if not Project.objects.filter(pk=project_id).exists():
         raise NotFound("no such project")
+    broker_ensure()  # the erasure task is queued after the commit
     with transaction.atomic():
         request = ErasureRequest.objects.create(
             project_id=project_id, user_id=user_id, requested_by=actor[:200]

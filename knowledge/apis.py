@@ -205,10 +205,10 @@ class DocumentListCreateApi(ProjectApi):
             raise InvalidInput(f"at most {settings.INGEST_MAX_DOCUMENTS} documents per request")
         documents = []
         for upload in files:
-            mime = guess_mime_type(upload.name or "", upload.content_type)
             try:  # PDF and HTML are parsed in a child process under limits (knowledge/pipeline/parsing.py)
+                mime = guess_mime_type(upload.name or "", upload.content_type)
                 text = parse_bytes(upload.read(), mime_type=mime)
-            except PlatformError as exc:
+            except PlatformError as exc:  # the error names the file (one upload may carry several)
                 exc.details.setdefault("file", upload.name)
                 raise
             if not text:

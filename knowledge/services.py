@@ -31,6 +31,7 @@ from core.pii import PLACEHOLDERS, anonymise
 from core.progress import ProgressEvent, job_progress, publish
 from core.redis_client import get_redis
 from core.services import project_embedder_check
+from core.task_runs import broker_ensure
 from knowledge import cypher
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
 from knowledge.models import IngestBatch
@@ -75,6 +76,7 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
     project_embedder_check(project=project)
     if not documents:
         raise InvalidInput("no documents given")
+    broker_ensure()
     ensure_schema()
     if project.redact_pii_at_ingest:
         documents = [document_redact(doc) for doc in documents]

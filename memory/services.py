@@ -27,6 +27,7 @@ from core.graph.schema import ensure_schema
 from core.models import Job, Project
 from core.progress import job_progress
 from core.services import project_embedder_check
+from core.task_runs import broker_ensure
 from knowledge.pipeline.chunking import count_tokens
 from memory import cypher, extraction
 from memory.dto import ForgetResult, MessageInput, StoreResult
@@ -190,6 +191,7 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
     project = _prepare(project_id, scope)
     if not keep:
         return StoreResult(conversation_id=None, stored=[], skipped=skipped, job_id=None)
+    broker_ensure()  # the processing job is queued after the write
     if project.redact_pii_at_ingest:
         keep = _redacted(keep, supplied)
 
@@ -528,6 +530,7 @@ def memories_process(*, job_id: str, memory_ids: list[str]) -> None:
 def memories_summarize(*, project_id: str, scope: Scope) -> str:
     """On demand: a job that summarises every conversation of the scope (whatever the threshold)."""
     _prepare(project_id, scope)
+    broker_ensure()
     from memory.tasks import memory_summarize
 
     with transaction.atomic():
@@ -648,6 +651,7 @@ def memories_consolidate(
 
 def memories_consolidate_queue(*, project_id: str, scope: Scope, older_than_days: int) -> str:
     _prepare(project_id, scope)
+    broker_ensure()
     from memory.tasks import memory_consolidate
 
     with transaction.atomic():

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import time
+from typing import Any
 
 import pytest
 
 from core import graph
 from core.models import Job
 from knowledge.communities import build_hierarchy
+from knowledge.models import IngestBatch
+from knowledge.services import ingest_batch_run
+from knowledge.tasks import communities_rebuild_job
 from tests.conftest import Tenant, make_tenant
 from tests.knowledge.helpers import wait_job
+from tests.support.openai_server import FakeOpenAI, Step
 
 
 def _clusters_of_clusters() -> list[tuple[str, str, float]]:
@@ -125,3 +131,83 @@ def test_rebuild_writes_communities_with_summaries_and_links() -> None:
         )
     }
     assert "Ada Lovelace" in names
+
+
+GIVEN_GRAPH = {
+    "entities": [
+        {"name": name, "type": kind, "description": description}
+        for name, kind, description in [
+            ("Marie Curie", "PERSON", "Physicist who studied radioactivity."),
+            ("Pierre Curie", "PERSON", "Physicist, husband of Marie Curie."),
+            ("Polonium", "ELEMENT", "Element discovered by the Curies."),
+            ("Alan Turing", "PERSON", "Mathematician and codebreaker."),
+            ("Bletchley Park", "PLACE", "Codebreaking centre."),
+            ("Enigma Machine", "DEVICE", "German cipher machine."),
+        ]
+    ],
+    "relations": [
+        {"source": a, "target": b, "description": "related", "weight": 9}
+        for a, b in [
+            ("Marie Curie", "Pierre Curie"),
+            ("Marie Curie", "Polonium"),
+            ("Pierre Curie", "Polonium"),
+            ("Alan Turing", "Bletchley Park"),
+            ("Alan Turing", "Enigma Machine"),
+            ("Bletchley Park", "Enigma Machine"),
+        ]
+    ],
+}
+
+
+def _fake_report(body: dict[str, Any]) -> Step:
+    """The fake LLM's community report: it names the entities listed in the prompt."""
+    prompt = body["messages"][-1]["content"]
+    names = sorted(line[2:].split(":")[0] for line in prompt.splitlines() if line.startswith("- "))
+    report = {"title": f"Fake report on {names[0]}", "summary": f"FAKE: {' + '.join(names)}.", "rating": 7.5}
+    return Step(content=json.dumps(report))
+
+
+@pytest.mark.django_db
+def test_rebuild_with_an_llm_stores_the_llms_reports(fake_openai: FakeOpenAI, settings: Any) -> None:
+    """The rebuild job with an LLM configured: one report per community from the LLM (the fake
+    server), prompted with the community's entities, stored as its title, summary and rank."""
+    settings.INGEST_QUEUE = "communities-llm-test"  # nothing here goes to the session's worker
+    tenant: Tenant = make_tenant("communities llm")
+    client = tenant.client(tenant.write_key)
+    response = client.post(
+        f"/api/v1/projects/{tenant.project.id}/documents",
+        {"title": "scientists", "text": " ".join(TEXTS), **GIVEN_GRAPH},
+        format="json",
+    )
+    assert response.status_code == 202, response.json()
+    for batch in IngestBatch.objects.filter(job_id=response.json()["job_id"]):
+        ingest_batch_run(batch_id=batch.pk)  # in-process: the test's transaction is not visible to workers
+    assert not fake_openai.requests_to("/chat/completions")  # the given graph needed no extraction
+
+    fake_openai.responder = _fake_report
+    rebuild = client.post(f"/api/v1/projects/{tenant.project.id}/communities:rebuild")
+    assert rebuild.status_code == 202
+    communities_rebuild_job(rebuild.json()["job_id"])  # the Celery task, run in-process
+    job = Job.objects.get(pk=rebuild.json()["job_id"])
+    assert job.status == "succeeded", job.errors
+    assert job.counts["mode"] == "llm"
+
+    prompts = [r.body["messages"][-1]["content"] for r in fake_openai.requests_to("/chat/completions")]
+    assert len(prompts) == job.counts["communities"] >= 2
+    assert all(p.startswith("Write a report on this community") for p in prompts)
+    assert any("Marie Curie" in p for p in prompts) and any("Enigma Machine" in p for p in prompts)
+    leaves = graph.read(
+        "MATCH (e:Entity {project_id: $p})-[:IN_COMMUNITY]->(c:Community {level: 0}) "
+        "RETURN c.title AS title, c.summary AS summary, c.rank AS rank, collect(e.name) AS names",
+        p=tenant.project.id,
+    )
+    assert leaves
+    for leaf in leaves:
+        names = sorted(leaf["names"])
+        assert leaf["summary"] == f"FAKE: {' + '.join(names)}."
+        assert leaf["title"] == f"Fake report on {names[0]}"
+        assert leaf["rank"] == 7.5
+    curie = next(leaf for leaf in leaves if "Marie Curie" in leaf["names"])
+    assert "Alan Turing" not in curie["names"]
+    summaries = graph.read("MATCH (c:Community {project_id: $p}) RETURN c.summary AS s", p=tenant.project.id)
+    assert all(row["s"].startswith("FAKE: ") for row in summaries)

@@ -11,7 +11,6 @@ from django.db import connection
 
 from core import graph
 from core.embeddings import get_embedder
-from core.models import Project
 from memory import services
 from memory.models import MemoryErasure
 from tests.conftest import make_tenant
@@ -249,17 +248,3 @@ def test_curators_read_the_erasure_audit_in_the_admin(admin_client) -> None:  # 
     detail = admin_client.get(f"/admin/memory/memoryerasure/{audit_id}/change/")
     assert detail.status_code == 200 and b"bluebird" not in detail.content
     assert admin_client.get("/admin/memory/memoryerasure/add/").status_code == 403
-
-
-def test_forget_works_when_the_embedder_changed() -> None:
-    """Erasure needs no embeddings: a project whose vectors come from another embedder than the one
-    configured now (stores and searches answer 409) can still forget a user."""
-    tenant = make_tenant("mem-forget-embedder")
-    client, pid = tenant.client(tenant.write_key), tenant.project.id
-    assert store(client, pid, [user("I live in Oslo.")], user_id="anna").status_code == 201
-    Project.objects.filter(pk=pid).update(embedder="openai:some-other-model")
-    assert store(client, pid, [user("I moved to Rome.")], user_id="anna").status_code == 409
-    response = forget(client, pid, user_id="anna")
-    assert response.status_code == 200, response.content
-    assert response.json()["erased"]["memories"] == 1
-    assert count("Memory", pid) == 0
