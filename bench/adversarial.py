@@ -188,11 +188,39 @@ def _fmt(spread: dict[str, Any]) -> str:
     return f"{spread['median']} (min {spread['min']}, max {spread['max']}; HTTP {codes})"
 
 
+def _rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per endpoint and size, the worst adversarial kind (highest median) against normal text. The
+    target (issue 28: adversarial input answers within the time of normal input) is the slowest of
+    the normal runs: the worst of several kinds' medians sits above one median of the same cost by
+    chance alone, so the median of normal text would make equal costs look like misses."""
+    out = []
+    for name, results in figures["endpoints"].items():
+        for label, measured in results.items():
+            if not isinstance(measured, dict):
+                continue
+            worst, normal = measured["worst_adversarial"], measured["normal"]
+            codes = {
+                k: "/".join(str(c) for c in sorted(set(measured[k]["status"]))) for k in (worst, "normal")
+            }
+            out.append(
+                row(
+                    f"{name}, {label}: adversarial, worst of {len(ADVERSARIAL)} kinds ({worst}; HTTP "
+                    f"{codes[worst]}; normal text HTTP {codes['normal']}); target: within normal text's runs",
+                    measured[worst]["median"],
+                    "ms",
+                    runs=measured[worst]["runs_ms"],
+                    peer=("normal text of the same size", normal["median"]),
+                    peer_runs=normal["runs_ms"],
+                    target=("<=", normal["max"]),
+                )
+            )
+    return out
+
+
 def run() -> dict[str, Any]:
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="kp-bench-adversarial-"))
     figures: dict[str, Any] = {"repeats": REPEATS, "code": _code_version(), "endpoints": {}}
-    rows = []
     try:
         env = {"API_THROTTLE_RATE": "100000/min", "API_PROBE_RATE": "100000/min"}
         with _platform(tmp, "var", **env) as (platform, admin):
@@ -219,21 +247,6 @@ def run() -> dict[str, Any]:
                             measured = _measure(call, texts)
                             worst = max(ADVERSARIAL, key=lambda kind: measured[kind]["median"])
                             results[label] = {"size_chars": size, "worst_adversarial": worst, **measured}
-                            worst_codes = "/".join(str(c) for c in sorted(set(measured[worst]["status"])))
-                            normal_codes = "/".join(str(c) for c in sorted(set(measured["normal"]["status"])))
-                            rows.append(
-                                row(
-                                    f"{name}, {label}: adversarial, worst of {len(ADVERSARIAL)} kinds "
-                                    f"({worst}; HTTP {worst_codes}; normal text HTTP {normal_codes})",
-                                    measured[worst]["median"],
-                                    "ms",
-                                    runs=measured[worst]["runs_ms"],
-                                    peer=("normal text of the same size", measured["normal"]["median"]),
-                                    peer_runs=measured["normal"]["runs_ms"],
-                                    # issue 28: adversarial input answers within the time of normal input
-                                    target=("<=", measured["normal"]["median"]),
-                                )
-                            )
                             print(
                                 f"  {name:<20} {label:<28} adversarial {_fmt(measured[worst])}"
                                 f"  normal {_fmt(measured['normal'])}",
@@ -241,6 +254,6 @@ def run() -> dict[str, Any]:
                             )
                         figures["endpoints"][name] = results
         figures["wall_s"] = round(time.perf_counter() - started, 1)
-        return {"rows": rows, "figures": figures}
+        return {"rows": _rows(figures), "figures": figures}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

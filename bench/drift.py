@@ -510,7 +510,13 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             target_component=1,  # the p95
         ),
         row(
-            f"prompt / completion tokens per query, mean (tiktoken {llm.get('token_encoding', 'n/a')})",
+            "prompt / completion tokens per query, mean ("
+            + (
+                f"tiktoken {llm['token_encoding']}"
+                if "token_encoding" in llm
+                else "the fake server's whitespace word counts, not tokens: a run before issue 29"
+            )
+            + ")",
             [round(llm["prompt_tokens"]["mean"]), round(llm["completion_tokens"]["mean"])],
             "tokens",
         ),

@@ -546,6 +546,7 @@ def _store_client(api: _Api, platform: PlatformRun) -> dict[str, Any]:
         "naive_messages": naive_done,
         "naive_s": round(naive_sec, 2),
         "naive_msg_per_s": round(naive_done / naive_sec, 1),
+        "peer": PEER_STORE,
     }
 
 
@@ -716,7 +717,13 @@ def _search(api: _Api, platform: PlatformRun, model: _Model, vocab: list[str]) -
     def summary(values: list[float]) -> dict[str, float]:
         return {"p50_ms": round(_pct(values, 50), 1), "p95_ms": round(_pct(values, 95), 1)}
 
-    out: dict[str, Any] = {"load": load, "queries": QUERIES, "warm_up_queries": WARMUP_QUERIES, "modes": {}}
+    out: dict[str, Any] = {
+        "load": load,
+        "queries": QUERIES,
+        "warm_up_queries": WARMUP_QUERIES,
+        "modes": {},
+        "peer": PEER_SEARCH_LABEL,
+    }
     for mode in [*MODES, "naive"]:
         figures: dict[str, Any] = summary(client_ms[mode])
         figures["embedding_p50_ms"] = round(_pct(embed_ms[mode], 50), 1)
@@ -871,6 +878,11 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
     client, search, forget = f["store_client_embeddings"], f["search"], f["forget"]
     modes = search["modes"]
     naive = modes["naive"]
+    # runs before issue 29 measured weaker peers, and their rows keep saying so
+    peer_store = client.get("peer", "one auto-commit CREATE per message (driver), a run before issue 29")
+    peer_search = search.get(
+        "peer", "whole-database queryNodes top 10 filtered by user afterwards, a run before issue 29"
+    )
     n_local, n_client = f"{off['messages']:,}", f"{client['messages']:,}"
     memories = f"{search['load']['memories'] // 1000}k memories"
     rows = [
@@ -898,14 +910,14 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             f"store {n_client} msgs, client embeddings, 1,000/request",
             client["api_msg_per_s"],
             "msg/s",
-            peer=(PEER_STORE, client["naive_msg_per_s"]),
+            peer=(peer_store, client["naive_msg_per_s"]),
             target=(">=", 2000),
         ),
         row(
             f"store {n_client} msgs, client embeddings as base64 float32, 1,000/request",
             client["api_base64_msg_per_s"],
             "msg/s",
-            peer=(PEER_STORE, client["naive_msg_per_s"]),
+            peer=(peer_store, client["naive_msg_per_s"]),
             target=(">=", 2000),
         ),
     ]
@@ -916,7 +928,7 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
                     f"search {p} {mode}, 1 user of {memories}, HTTP",
                     modes[mode][f"{p}_ms"],
                     "ms",
-                    peer=(PEER_SEARCH_LABEL, naive[f"{p}_ms"]),
+                    peer=(peer_search, naive[f"{p}_ms"]),
                     target=("<=", 100) if p == "p95" and mode in ("vector", "hybrid") else None,
                 )
             )
@@ -931,13 +943,13 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             "vector top 10: results that are the user's",
             modes["vector"]["own_results_mean"],
             "of 10",
-            peer=(PEER_SEARCH_LABEL, naive["own_results_mean"]),
+            peer=(peer_search, naive["own_results_mean"]),
         ),
         row(
             "vector top 10: overlap with the exact top 10",
             modes["vector"]["exact_top10_overlap_pct"],
             "%",
-            peer=(PEER_SEARCH_LABEL, naive["exact_top10_overlap_pct"]),
+            peer=(peer_search, naive["exact_top10_overlap_pct"]),
         ),
         row(
             f"forget 1 user of {forget['user_memories']:,} memories (median of 3), HTTP",

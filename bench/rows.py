@@ -147,6 +147,6 @@ def _round(x: float) -> float:
 
 
 def _number(x: Number) -> str:
-    if isinstance(x, int) or float(x).is_integer() and abs(x) >= 100:
+    if float(x).is_integer():
         return f"{int(x):,}" if abs(x) >= 10_000 else str(int(x))
     return f"{x:,.2f}" if abs(x) < 100 else f"{x:,.1f}"

@@ -258,65 +258,70 @@ def run() -> dict[str, Any]:
                 }
             finally:
                 figures[phase]["stop_s"] = platform.stop()
-        cold, warm = figures["cold"], figures["warm"]
-        rows = [
-            row(
-                "Neo4j ready, empty store",
-                cold["neo4j_ready_s"],
-                "s",
-                context=("Redis ready, empty dir", cold["redis_ready_s"]),
-            ),
-            row(
-                "Neo4j ready, existing store",
-                warm["neo4j_ready_s"],
-                "s",
-                context=("Redis ready, existing AOF", warm["redis_ready_s"]),
-            ),
-            row(
-                "whole platform /healthz 200, cold",
-                cold["healthz_200_s"],
-                "s",
-                floor=("Neo4j + Redis alone, cold", peer["services_cold_s"]),
-            ),
-            row(
-                "whole platform /healthz 200, warm",
-                warm["healthz_200_s"],
-                "s",
-                floor=("Neo4j + Redis alone, warm", peer["services_warm_s"]),
-            ),
-            row(
-                "whole platform stop (Ctrl-C)",
-                warm["stop_s"],
-                "s",
-                context=("cold run's stop", cold["stop_s"]),
-            ),
-            row(
-                "peak RSS neo4j (JVM, 1g heap)",
-                warm["peak_rss_mib"].get("neo4j"),
-                "MiB",
-                context=("redis", warm["peak_rss_mib"].get("redis")),
-            ),
-        ]
-        for role in ("web", "worker", "worker pool child", "beat"):
-            rows.append(
-                row(
-                    f"peak RSS {role}",
-                    warm["peak_rss_mib"].get(role),
-                    "MiB",
-                    floor=("bare django.setup()", django_peak),
-                )
-            )
-        rows.append(
-            row(
-                "median GET /api/v1/projects/{id}",
-                warm["median_latency_ms"]["project_get"],
-                "ms",
-                context=("median GET /healthz (4 checks)", warm["median_latency_ms"]["healthz"]),
-            )
-        )
-        return {"rows": rows, "figures": figures}
+        return {"rows": _rows(figures), "figures": figures}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    peer, django_peak = figures["peer"], figures["bare_django_peak_mib"]
+    cold, warm = figures["cold"], figures["warm"]
+    rows = [
+        row(
+            "Neo4j ready, empty store",
+            cold["neo4j_ready_s"],
+            "s",
+            context=("Redis ready, empty dir", cold["redis_ready_s"]),
+        ),
+        row(
+            "Neo4j ready, existing store",
+            warm["neo4j_ready_s"],
+            "s",
+            context=("Redis ready, existing AOF", warm["redis_ready_s"]),
+        ),
+        row(
+            "whole platform /healthz 200, cold",
+            cold["healthz_200_s"],
+            "s",
+            floor=("Neo4j + Redis alone, cold", peer["services_cold_s"]),
+        ),
+        row(
+            "whole platform /healthz 200, warm",
+            warm["healthz_200_s"],
+            "s",
+            floor=("Neo4j + Redis alone, warm", peer["services_warm_s"]),
+        ),
+        row(
+            "whole platform stop (Ctrl-C)",
+            warm["stop_s"],
+            "s",
+            context=("cold run's stop", cold["stop_s"]),
+        ),
+        row(
+            "peak RSS neo4j (JVM, 1g heap)",
+            warm["peak_rss_mib"].get("neo4j"),
+            "MiB",
+            context=("redis", warm["peak_rss_mib"].get("redis")),
+        ),
+    ]
+    for role in ("web", "worker", "worker pool child", "beat"):
+        rows.append(
+            row(
+                f"peak RSS {role}",
+                warm["peak_rss_mib"].get(role),
+                "MiB",
+                floor=("bare django.setup()", django_peak),
+            )
+        )
+    rows.append(
+        row(
+            "median GET /api/v1/projects/{id}",
+            warm["median_latency_ms"]["project_get"],
+            "ms",
+            context=("median GET /healthz (4 checks)", warm["median_latency_ms"]["healthz"]),
+        )
+    )
+    return rows
 
 
 def cpu_by_role(platform: PlatformRun) -> dict[str, float]:
