@@ -76,7 +76,7 @@ class _Search:
             while True:
                 try:
                     rows = self._timed(
-                        "vector",
+                        "vector_index",  # approximate (HNSW), over-fetched and filtered to the scope
                         query,
                         index=cypher.VECTOR_INDEX,
                         fetch=fetch,

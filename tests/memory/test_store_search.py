@@ -321,3 +321,31 @@ def test_a_neo4j_too_old_for_vector_indexes_gets_a_clear_error() -> None:
         check_version("4.4.30")
     assert caught.value.status_code == 503  # type: ignore[attr-defined]
     assert "5.11 or later" in str(caught.value) and "4.4.30" in str(caught.value)
+
+
+def test_vector_search_of_a_large_scope_goes_through_the_index_and_matches_the_exact_top_10(settings) -> None:  # type: ignore[no-untyped-def]
+    """A scope above MEMORY_EXACT_SCAN_MAX is searched through the memory vector index (over-fetched,
+    filtered to the scope): its top 10 are the scope's own and, on 400 random vectors, the exact top 10
+    (or nearly: the index is approximate)."""
+    from core.embeddings import get_embedder
+
+    settings.MEMORY_EXACT_SCAN_MAX = 50
+    tenant = make_tenant("mem-vector-index")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    rng = np.random.default_rng(29)
+    for user_id in ("ana", "bob"):
+        vectors = rng.standard_normal((400, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        messages = [user(f"{user_id} note {i}", embedding=v.tolist()) for i, v in enumerate(vectors)]
+        assert store(client, pid, messages, user_id=user_id).status_code == 201
+    query = "where did I leave the blue notebook"
+    body = msearch(client, pid, query, {"user_id": "ana"}, mode="vector", top_k=10).json()
+    assert "vector_index" in body["timings_ms"] and "vector" not in body["timings_ms"], body["timings_ms"]
+    assert [item["scope"]["user_id"] for item in body["items"]] == ["ana"] * 10
+    rows = graph.read(
+        "MATCH (m:Memory {project_id: $p, user_id: 'ana'}) RETURN m.id AS id, m.embedding AS e", p=pid
+    )
+    q = np.asarray(get_embedder().embed_one(query), dtype=np.float32)
+    stored = np.asarray([r["e"] for r in rows], dtype=np.float32)
+    exact = {rows[i]["id"] for i in np.argsort(-(stored @ q / np.linalg.norm(q)))[:10]}
+    assert len({item["id"] for item in body["items"]} & exact) >= 9
