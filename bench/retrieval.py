@@ -387,11 +387,14 @@ def _latency(platform: PlatformRun, admin_key: str, env: dict[str, str]) -> dict
         took: dict[str, list[float]] = {f"api {m}": [] for m in MODES} | {f"peer {n}": [] for n in peer_calls}
         embed: dict[str, list[float]] = {k: [] for k in took}
         server: dict[str, list[float]] = {f"api {m}": [] for m in MODES}
+        vector_ids: list[list[str]] = []
         for q, p in zip(queries, targets, strict=True):
             for mode in MODES:
                 started = time.perf_counter()
                 body = api_call(mode, q, p)
                 took[f"api {mode}"].append((time.perf_counter() - started) * 1000)
+                if mode == "vector":
+                    vector_ids.append([item["chunk_id"] for item in body["items"]])
                 embed[f"api {mode}"].append(body["timings_ms"].get("embedding", 0.0))
                 server[f"api {mode}"].append(body["took_ms"])
             for name, call in peer_calls.items():
@@ -400,6 +403,7 @@ def _latency(platform: PlatformRun, admin_key: str, env: dict[str, str]) -> dict
                 call(q)
                 took[f"peer {name}"].append((time.perf_counter() - started) * 1000)
                 embed[f"peer {name}"].append(embedder.last_ms)
+        recall = _index_recall(driver, embedder, queries, targets, vector_ids)
     for key, values in took.items():
         side, name = key.split(" ", 1)
         figures = {
@@ -419,6 +423,36 @@ def _latency(platform: PlatformRun, admin_key: str, env: dict[str, str]) -> dict
         "load_sec": round(load_sec, 1),
         "neo4j_settle_sec_before_measuring": settle_sec,
         "chunks": LATENCY_PROJECTS * CHUNKS_PER_PROJECT,
+        "vector_index_recall": recall,
+    }
+
+
+def _index_recall(
+    driver: Any, embedder: _MiniLM, queries: list[str], targets: list[str], found: list[list[str]]
+) -> dict[str, Any]:
+    """How many of the API's vector top 10 (in projects of 5,000 chunks: above
+    RETRIEVAL_EXACT_SCAN_MAX_CHUNKS, so through each project's own HNSW index) are the exact top 10,
+    computed here from the stored vectors and the query embedded by the same model."""
+    stored: dict[str, tuple[list[str], np.ndarray]] = {}
+    for project in sorted(set(targets)):
+        records, _, _ = driver.execute_query(
+            "MATCH (c:Chunk {project_id: $p}) RETURN c.id AS id, c.embedding AS e", p=project
+        )
+        stored[project] = (
+            [r["id"] for r in records],
+            np.asarray([r["e"] for r in records], dtype=np.float32),
+        )
+    overlaps = []
+    for q, project, ids in zip(queries, targets, found, strict=True):
+        chunk_ids, vectors = stored[project]
+        v = np.asarray(embedder.embedder.embed_query(q), dtype=np.float32)
+        exact = {chunk_ids[i] for i in np.argsort(-(vectors @ v))[:10]}
+        overlaps.append(len(exact & set(ids)) / 10)
+    return {
+        "queries": len(overlaps),
+        "chunks_per_project": CHUNKS_PER_PROJECT,
+        "mean_overlap_with_exact_top10_pct": round(100 * sum(overlaps) / len(overlaps), 1),
+        "min_overlap_pct": round(100 * min(overlaps), 1),
     }
 
 
@@ -494,6 +528,16 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
                 )
             )
     rows.append(row("hybrid p95 / direct peer p95", hybrid_ratio, "x", target=("<=", 1.5)))
+    if "vector_index_recall" in latency:  # measured from issue 29 on
+        recall = latency["vector_index_recall"]
+        rows.append(
+            row(
+                f"vector top 10 in {recall['chunks_per_project']:,}-chunk projects (each project's own HNSW "
+                f"index, {recall['queries']} queries): overlap with the exact top 10, mean",
+                recall["mean_overlap_with_exact_top10_pct"],
+                "%",
+            )
+        )
     rows.append(
         row(
             "query embedding p50 (in the API's hybrid)",
