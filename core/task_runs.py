@@ -37,10 +37,10 @@ def broker_ensure() -> None:
     """Raise DependencyUnavailable("redis") when the Celery broker cannot be reached. A request that
     writes work for a task calls this before writing: tasks are queued after the commit, so a broker
     found down only then would leave the work written and never queued (a 503 that wrote something)."""
-    from config.celery import app
+    from celery import current_app  # the project's app (config/__init__ loads it), core imports no config
 
     try:
-        with app.connection_for_write() as connection:
+        with current_app.connection_for_write() as connection:
             connection.ensure_connection(max_retries=0, timeout=settings.HEALTHZ_TIMEOUT_SEC)
     except Exception as exc:
         raise DependencyUnavailable("redis", f"celery broker: {exc}") from exc
