@@ -327,6 +327,9 @@ RETRIEVAL_MAX_QUERY_CHARS = env.int("RETRIEVAL_MAX_QUERY_CHARS", default=10_000)
 RETRIEVAL_EXACT_SCAN_MAX_CHUNKS = env.int("RETRIEVAL_EXACT_SCAN_MAX_CHUNKS", default=1000)
 RETRIEVAL_OVERFETCH = env.float("RETRIEVAL_OVERFETCH", default=1.5)
 RETRIEVAL_MAX_INDEX_CANDIDATES = env.int("RETRIEVAL_MAX_INDEX_CANDIDATES", default=10_000)
+# At least this many candidates from a chunk vector index: HNSW searches with a beam as wide as the
+# number asked for, and a beam of top_k × 1.5 missed half of the exact top 10 in 5,000-chunk projects
+RETRIEVAL_INDEX_MIN_CANDIDATES = env.int("RETRIEVAL_INDEX_MIN_CANDIDATES", default=100)
 # Hybrid: `rrf` (reciprocal rank fusion) or `linear` (min-max normalised, vector weight ALPHA)
 RETRIEVAL_HYBRID_FUSION = env.str("RETRIEVAL_HYBRID_FUSION", default="linear")
 RETRIEVAL_HYBRID_ALPHA = env.float("RETRIEVAL_HYBRID_ALPHA", default=0.5)

@@ -152,7 +152,10 @@ class VectorRetriever(Retriever):
     ) -> list[Candidate]:
         # over-fetch by the scope's share of the index, and a little more in any case: the index
         # ranks on quantised vectors, the exact re-scoring of the candidates restores the order
-        fetch = math.ceil(limit * population / size * settings.RETRIEVAL_OVERFETCH)
+        fetch = max(
+            settings.RETRIEVAL_INDEX_MIN_CANDIDATES,
+            math.ceil(limit * population / size * settings.RETRIEVAL_OVERFETCH),
+        )
         while fetch <= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
             rows = graph.read(
                 cypher.VECTOR_INDEX, index=index, fetch=fetch, vector=vector, limit=limit, **self._params()
