@@ -313,7 +313,7 @@ def _rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
                 f"peak RSS {role}",
                 warm["peak_rss_mib"].get(role),
                 "MiB",
-                floor=("bare django.setup()", django_peak),
+                context=("a bare django.setup() in the bench process", django_peak),
             )
         )
     rows.append(
