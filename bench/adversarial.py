@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.memory import _code_version, _platform
+from bench.memory import _platform
 from bench.rows import row
 from bench.startup import PlatformRun, _role
 
@@ -220,7 +220,7 @@ def _rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
 def run() -> dict[str, Any]:
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="kp-bench-adversarial-"))
-    figures: dict[str, Any] = {"repeats": REPEATS, "code": _code_version(), "endpoints": {}}
+    figures: dict[str, Any] = {"repeats": REPEATS, "endpoints": {}}
     try:
         env = {"API_THROTTLE_RATE": "100000/min", "API_PROBE_RATE": "100000/min"}
         with _platform(tmp, "var", **env) as (platform, admin):

@@ -25,7 +25,6 @@ import psutil
 import redis
 
 from bench.ingestion import _issue_key, _post_all, _wait, load_corpus
-from bench.memory import _code_version
 from bench.retrieval import load_questions
 from bench.rows import row
 from bench.startup import PlatformRun, _role, redis_password
@@ -574,4 +573,4 @@ NOTES = [
 def _wrap_up(figures: dict[str, Any]) -> dict[str, Any]:
     figures["targets"] = _targets(figures)
     figures["notes"] = NOTES
-    return {"rows": _rows(figures), "figures": figures, "code": _code_version()}
+    return {"rows": _rows(figures), "figures": figures}

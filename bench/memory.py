@@ -45,7 +45,6 @@ import random
 import re
 import shutil
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -76,7 +75,6 @@ LOCAL_MESSAGES = _scaled(2000, 200)
 LOCAL_BATCH = 100
 CLIENT_MESSAGES = _scaled(20_000, 2000)
 CLIENT_BATCH = 1000
-PEER_BATCHES_PER_REQUEST_PAIR = 1  # one UNWIND of CLIENT_BATCH messages after each pair of API requests
 SEARCH_USERS = _scaled(1000, 20)
 PER_USER = 200
 FORGET_USERS = 4  # three through the API, one for the naive peer
@@ -796,20 +794,6 @@ def _forget(api: _Api, platform: PlatformRun) -> dict[str, Any]:
 # --- run ---------------------------------------------------------------------------------------------------
 
 
-def _code_version() -> dict[str, Any]:
-    """The commit measured, and uncommitted changes to the code the platform runs (others may be
-    editing the tree while a benchmark runs)."""
-    repo = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True).stdout.strip()
-
-    changed = git(
-        "status", "--porcelain", "--", "core", "memory", "knowledge", "retrieval", "config", "platform"
-    )
-    return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted_changes": changed.splitlines()}
-
-
 @contextmanager
 def _platform(tmp: Path, name: str, **env: str) -> Iterator[tuple[PlatformRun, str]]:
     platform = PlatformRun(tmp / name, COMMUNITY_REBUILD_DELAY_SEC="-1", DEMO_BOOTSTRAP="true", **env)
@@ -844,7 +828,7 @@ def run() -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="kp-bench-memory-"))
     model = _Model()
     vocab = _vocabulary()
-    figures: dict[str, Any] = {"scale": SCALE, "code": _code_version()}
+    figures: dict[str, Any] = {"scale": SCALE}
     try:
         # the default: a processing job per store, run by the worker on the same cores
         with _platform(tmp, "on") as (platform, admin):

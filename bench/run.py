@@ -155,11 +155,6 @@ def _write_readme_table(table: list[str]) -> None:
 
 
 def _table_row(name: str, r: dict[str, Any]) -> str:
-    if isinstance(r.get("peer"), str):  # a row written before issue 29: its comparison is not classified
-        return (
-            f"| {name} | {r['figure']} | {rows.show(r['value'])} {r['unit']} | (not classified: "
-            f"{r['peer']} {rows.show(r.get('peer_value'))} {r['unit']}) | | | | stale |"
-        )
     unit = r["unit"]
     figure = r["figure"]
     if "context" in r:
@@ -184,14 +179,12 @@ def _table_row(name: str, r: dict[str, Any]) -> str:
 
 
 def _provenance(result: dict[str, Any]) -> str:
-    figures = result.get("figures") or {}
-    code = result.get("code") or figures.get("code") or {}
+    code = result.get("code") or {}
     m = result.get("machine") or {}
-    tree = "clean" if code.get("dirty") is False else ("**dirty**" if code.get("dirty") else "not recorded")
-    if "uncommitted_changes" in code:  # the older record of the same thing
-        tree = "**dirty**" if code["uncommitted_changes"] else "clean"
-    runs = result.get("repeats") or figures.get("repeats") or "1 (not recorded)"
-    wall = result.get("wall_s") or figures.get("wall_s") or ""
+    dirty = code.get("dirty")
+    tree = "not recorded" if dirty is None else ("**dirty**" if dirty else "clean")
+    runs = result.get("repeats", "1 (not recorded)")
+    wall = result.get("wall_s") or (result.get("figures") or {}).get("wall_s") or ""
     cells = [
         result["name"],
         code.get("commit", "not recorded"),

@@ -246,9 +246,8 @@ class _NameIndex:
             self.name_chars += len(name)
         # word runs that can start a name, found in C by their first character
         firsts = sorted({token[0] for token in self.root})
-        self.starts = (
-            re.compile(r"(?<!\w)[" + "".join(re.escape(c) for c in firsts) + r"]\w*") if firsts else None
-        )
+        self.first_chars = "[" + "".join(re.escape(c) for c in firsts) + "]"
+        self.starts = re.compile(rf"(?<!\w){self.first_chars}\w*") if firsts else None
 
     def spans(self, text: str) -> tuple[list[Span], re.Pattern[str] | None]:
         """Occurrences found by walks, and the expression that finds the rest (None when every
@@ -259,11 +258,11 @@ class _NameIndex:
             starts = self.starts
             hot = self._hot(text)
             if hot:
-                hot_trie = _char_trie(hot[word] for word in sorted(hot))
+                hot_trie = _char_trie(tokens for word in sorted(hot) for tokens in hot[word])
                 matcher = re.compile(r"(?<!\w)" + _trie_pattern(hot_trie))
                 # walks start only at first words that are not hot (rejected in C)
-                words = _trie_pattern(_char_trie([[(word,) for word in sorted(hot)]]))
-                starts = re.compile(rf"(?<!\w)(?!{words})" + starts.pattern[len(r"(?<!\w)") :])
+                words = _trie_pattern(_char_trie((word,) for word in sorted(hot)))
+                starts = re.compile(rf"(?<!\w)(?!{words}){self.first_chars}\w*")
             for first in starts.finditer(text):
                 node = self.root.get(first.group())
                 if node is None:
@@ -307,7 +306,7 @@ class _NameIndex:
         hot = {}
         for word in [w for w, count in counts.items() if count >= _HOT_MIN and w in self.root]:
             names = self._names_below(word, budget=counts[word] * _HOT_RATIO)
-            if names and _nesting(_char_trie([names]), _HOT_MAX_NESTING) <= _HOT_MAX_NESTING:
+            if names and _nesting(_char_trie(names), _HOT_MAX_NESTING) <= _HOT_MAX_NESTING:
                 hot[word] = names
         return hot
 
@@ -332,18 +331,18 @@ class _NameIndex:
 # A first word is matched in C when it starts at least _HOT_MIN walks and at least one walk per
 # _HOT_RATIO characters of the names it starts; see _NameIndex.
 _HOT_MIN = 16
+_HOT_RATIO = 4
+_HOT_MAX_NESTING = 100
 # With at most this many first words and characters of names, walks are counted with str.count (an
 # upper bound: a word inside a longer one counts too); the compile it may cause stays this small.
 _COUNT_BY_SUBSTRING_WORDS = 64
 _COUNT_BY_SUBSTRING_CHARS = 10_000
-_HOT_RATIO = 4
-_HOT_MAX_NESTING = 100
 
 
-def _char_trie(groups: Iterable[Iterable[tuple[str, ...]]]) -> dict[str, Any]:
-    """Names (as tokens, in groups) in a trie of characters; a whitespace token is the one key " "."""
+def _char_trie(names: Iterable[tuple[str, ...]]) -> dict[str, Any]:
+    """Names (as tokens) in a trie of characters; a whitespace token is the one key " "."""
     root: dict[str, Any] = {}
-    for tokens in (tokens for group in groups for tokens in group):
+    for tokens in names:
         node = root
         for token in tokens:
             for char in token:

@@ -14,7 +14,7 @@ import pytest
 from neo4j import GraphDatabase
 
 from core.runtime import start_neo4j
-from tests.support.processes import manage, platform_env, start_web, stop, wait_for_status
+from tests.support.processes import platform_env, provision, start_web, stop, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -50,12 +50,7 @@ def test_neo4j_outage_answers_503_and_recovers(tmp_path: Path, celery_worker_pro
         MEMORY_QUEUE="neo4j-outage",
     )
     (tmp_path / "var").mkdir()
-    manage("migrate", "--noinput", env=env)
-    manage("graph_schema", env=env)
-    project_id = manage("create_project", "--name", "outage", env=env).strip()
-    key = manage(
-        "create_api_key", "--project", project_id, "--name", "k", "--scopes", "admin", env=env
-    ).strip()
+    project_id, key = provision(env, project="outage", scopes="admin")
     auth = {"Authorization": f"Bearer {key}"}
     web, base = start_web(env, tmp_path / "web.log")
     try:

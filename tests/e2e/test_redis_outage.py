@@ -21,7 +21,7 @@ import pytest
 
 from core import graph
 from core.runtime import start_redis
-from tests.support.processes import REPO, manage, platform_env, start_web, stop, wait_for_status
+from tests.support.processes import REPO, platform_env, provision, start_web, stop, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -73,16 +73,10 @@ def test_redis_outage_answers_503_writes_nothing_and_recovers(tmp_path: Path) ->
     )
     (tmp_path / "var").mkdir()
     db = tmp_path / "var" / "db.sqlite3"
-    manage("migrate", "--noinput", env=env)
-    manage("graph_schema", env=env)
-    project_id = manage("create_project", "--name", "redis outage", env=env).strip()
-    key = manage(
-        "create_api_key", "--project", project_id, "--name", "k", "--scopes", "read,write", env=env
-    ).strip()
+    project_id, key = provision(env, project="redis outage", scopes="read,write")
     auth = {"Authorization": f"Bearer {key}"}
-    documents = f"{{base}}/api/v1/projects/{project_id}/documents"
     web, base = start_web(env, tmp_path / "web.log")
-    documents = documents.format(base=base)
+    documents = f"{base}/api/v1/projects/{project_id}/documents"
     worker: subprocess.Popen[bytes] | None = None
     try:
         assert wait_for_status(f"{base}/healthz", 200).json()["components"]["redis"]["status"] == "up"
