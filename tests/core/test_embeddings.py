@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -124,3 +125,72 @@ def test_the_loaded_local_model_is_kept_out_of_garbage_collection() -> None:
 
     get_embedder().warm()
     assert gc.get_freeze_count() > 100_000
+
+
+def _random_text(rng: random.Random, size: int) -> str:
+    """Text that exercises what BERT's normaliser and pre-tokeniser treat specially: accents and
+    combining marks, control and zero-width characters, CJK, long words, punctuation runs, blanks."""
+    pieces = [
+        "word",
+        "Über",
+        "naïve",
+        "e\u0301",
+        "\u0301",
+        "\u200b",
+        "\x07",
+        "\x1c",
+        "東京",
+        "🙂",
+        "a.",
+        "...",
+        "-",
+        "_",
+        "'",
+        "x" * 120,
+        "ABC123",
+        " ",
+        "  ",
+        "\n",
+        "\t",
+        "\r\n",
+        "\u00a0",
+        "\u3000",
+        "ﬁ",
+        "½",
+    ]
+    out: list[str] = []
+    length = 0
+    while length < size:
+        piece = rng.choice(pieces)
+        out.append(piece)
+        length += len(piece)
+    return "".join(out)
+
+
+def test_a_long_text_reaches_the_model_as_the_prefix_that_holds_every_token_it_reads() -> None:
+    embedder = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
+    embedder.warm()
+    model = embedder._st  # type: ignore[attr-defined]
+    window = model.max_seq_length
+
+    def read(text: str) -> list[int]:  # the token ids the model sees
+        return list(model.tokenizer(text, truncation=True, max_length=window)["input_ids"])
+
+    rng = random.Random(5)
+    texts = [_random_text(rng, rng.choice([3_000, 9_000, 40_000])) for _ in range(40)]
+    texts += ["a." * 16_000, "Xy Xy Q " * 4_000, "short text", "é" * 5_000, " " * 30_000 + "late words"]
+    cut = 0
+    for text in texts:
+        given = embedder.model_input(text)  # type: ignore[attr-defined]
+        assert text.startswith(given)
+        assert read(given) == read(text), repr(text[:80])
+        # the cut itself never changes a token: the prefix's tokens begin the whole text's
+        own = model.tokenizer(given, add_special_tokens=False)["input_ids"]
+        assert own == model.tokenizer(text, add_special_tokens=False)["input_ids"][: len(own)]
+        cut += len(given) < len(text)
+    assert cut >= 20  # most long texts are cut; the test would pass vacuously otherwise
+    assert len(embedder.model_input("a." * 16_000)) < 3_000  # type: ignore[attr-defined]
+    # and the vectors are those of the whole texts
+    for text in texts[:3] + texts[-5:-3]:
+        whole = model.encode([text], normalize_embeddings=True)[0]
+        assert embedder.embed_one(text) == pytest.approx(list(whole), abs=1e-5)

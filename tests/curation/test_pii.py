@@ -52,6 +52,27 @@ def test_a_name_found_once_or_known_is_replaced_everywhere() -> None:
     assert later.counts == {"person": 3}
 
 
+@pytest.mark.parametrize(
+    ("text", "expected", "names"),
+    [
+        ("Kind regards, Dr. Ana Souza", "Kind regards, Dr. [PERSON]", {"Ana Souza"}),
+        ("Prof Dr Anna Weber wrote", "Prof Dr [PERSON] wrote", {"Anna Weber"}),
+        ("Mr Smith Dr Jones met", "Mr [PERSON] Dr [PERSON] met", {"Smith", "Jones"}),
+        ("Mrs Mrsova called", "Mrs [PERSON] called", {"Mrsova"}),
+        ("Mr " * 30, "Mr " * 30, set()),
+        ("Thanks,\nMr. Ross Geller", "Thanks,\nMr. [PERSON]", {"Ross Geller"}),
+        (
+            "CALL ME Ana, then call me Bea. ThisIs Carl",
+            "CALL ME Ana, then call me [PERSON]. ThisIs Carl",
+            {"Bea"},
+        ),
+    ],
+)
+def test_an_honorific_is_a_cue_never_a_word_of_the_name(text: str, expected: str, names: set[str]) -> None:
+    result = anonymise(text)
+    assert (result.text, result.names) == (expected, names)
+
+
 def test_overlapping_detections_keep_one_placeholder() -> None:
     result = anonymise("mail bob@10.0.0.1.example.com or 4111111111111111")
     assert result.text == "mail [EMAIL] or [CREDIT_CARD]"
