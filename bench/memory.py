@@ -28,6 +28,13 @@ Every figure is measured over HTTP against the whole platform (`platform/run.py`
    (none of the user's memories left, every other user's count unchanged); peer: the naive
    `MATCH (m:Memory {project_id, user_id}) DETACH DELETE m` for a fourth such user, directly.
 
+5. A real peer library: neo4j-agent-memory (Neo4j Labs, PEER_LIBRARY), in a virtualenv of its own
+   (bench/peers/agent_memory.py), against a Neo4j server of the same line started for it alone. It
+   gets the same warm-up stores, then stores the 2,000 messages of figure 1 with the same model, one
+   `add_messages_batch` of 100 per request (no entity extraction); then 200 queries of chat words, each
+   through the platform's vector search (the user's scope, top 10, HTTP) and the library's
+   `search_messages` (top 10, the user in its metadata filter), interleaved.
+
 Before the store figures are timed, each platform takes WARM_UP_STORES stores of 100 messages (and the
 client-embedding figure WARM_UP_CLIENT_STORES of 1,000): Neo4j's JVM is still JIT-compiling its
 Cypher, index and Lucene code for minutes after a start. Its compiler threads' CPU during the timed
@@ -43,8 +50,12 @@ import json
 import os
 import random
 import re
+import secrets
 import shutil
+import site
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -62,6 +73,7 @@ from bench.ingestion import _issue_key
 from bench.retrieval import _pct, _vocabulary
 from bench.rows import row
 from bench.startup import PlatformRun, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
+from core.runtime import start_neo4j
 
 SCALE = float(os.environ.get("BENCH_MEMORY_SCALE", "1"))
 
@@ -89,6 +101,10 @@ CLIENT_FORMS = ("json", "base64")  # embeddings as JSON arrays of numbers / base
 LOAD_CLIENTS = 2  # concurrent requests while loading the search data (not measured)
 MODES = ["vector", "hybrid", "fulltext", "recency"]
 NAIVE_PROJECT = "bench-naive-provider"
+
+PEER_LIBRARY = "neo4j-agent-memory==0.8.0"
+PEER_VENV = Path.home() / ".cache" / "knowledge-platform" / "bench-peers" / PEER_LIBRARY.replace("==", "-")
+PEER_SCRIPT = Path(__file__).resolve().parent / "peers" / "agent_memory.py"
 
 # The peers are what a competent user of the driver writes for the same job (issue 29): a batch of
 # messages in one UNWIND per transaction (the vector stored as float32, as the platform stores it),
@@ -453,6 +469,84 @@ def _store_local(api: _Api, platform: PlatformRun, model: _Model, *, processing:
         "ratio": round(store_sec / embed_sec, 2),
         **extra,
     }
+
+
+# --- 5. a real peer library -------------------------------------------------------------------------------
+
+
+def _peer_python() -> Path:
+    """The peer library's virtualenv, made on first use (its neo4j driver 6 cannot share the
+    platform's, which pins 5)."""
+    python = PEER_VENV / "bin" / "python"
+    marker = PEER_VENV / ".installed"
+    if not marker.is_file():
+        shutil.rmtree(PEER_VENV, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", PEER_LIBRARY],
+            check=True,
+        )
+        marker.write_text(PEER_LIBRARY + "\n")
+    return python
+
+
+def _peer_library(api: _Api, platform: PlatformRun, tmp: Path) -> dict[str, Any]:
+    """Figure 5: the peer library stores figure 1's messages and answers the same queries as the
+    platform's vector search over them (which the platform holds from figure 1, processing off)."""
+    python = _peer_python()
+    rng = random.Random(31)
+    words = [w.strip(".,?") for _role, text in chat_messages(400, seed=30) for w in text.split()]
+    queries = [
+        {"user": f"user-{rng.randrange(5)}", "text": " ".join(rng.choices(words, k=rng.randint(3, 6)))}
+        for _ in range(QUERIES + WARMUP_QUERIES)
+    ]
+    batches = [
+        {
+            "user": scope["user_id"],
+            "thread": scope["thread_id"],
+            "messages": [{"role": role, "content": text} for role, text in batch],
+        }
+        for batch, scope in _local_batches()
+    ]
+    warm_up = [
+        {
+            "user": f"warm-up-{i % 5}",
+            "thread": f"warm-{i % 10}",
+            "messages": [
+                {"role": role, "content": text} for role, text in chat_messages(LOCAL_BATCH, 99 + i)
+            ],
+        }
+        for i in range(WARM_UP_STORES)
+    ]
+    spec = {
+        "base": platform.base,
+        "project": api.project,
+        "key": api.headers["Authorization"].removeprefix("Bearer "),
+        "warm_up": warm_up,
+        "batches": batches,
+        "queries": queries,
+        "warm_up_queries": WARMUP_QUERIES,
+    }
+    (tmp / "peer-in.json").write_text(json.dumps(spec))
+    password = secrets.token_urlsafe(24)
+    neo4j = start_neo4j(tmp / "peer-neo4j", password=password)
+    try:
+        env = {
+            **os.environ,
+            "PEER_NEO4J_URI": f"bolt://127.0.0.1:{neo4j.port}",
+            "PEER_NEO4J_PASSWORD": password,
+            "PLATFORM_SITE": os.pathsep.join(site.getsitepackages()),
+        }
+        subprocess.run(
+            [str(python), str(PEER_SCRIPT), str(tmp / "peer-in.json"), str(tmp / "peer-out.json")],
+            check=True,
+            env=env,
+            timeout=3600,
+        )
+    finally:
+        neo4j.stop(timeout=60)
+    result: dict[str, Any] = json.loads((tmp / "peer-out.json").read_text())
+    return result
 
 
 # --- 2. store with client-supplied embeddings -------------------------------------------------------------
@@ -840,6 +934,8 @@ def run() -> dict[str, Any]:
             api = _Api(platform, admin, "memory store, processing off")
             figures["store_local_processing_off"] = _store_local(api, platform, model, processing=False)
             print(f"  processing off: {figures['store_local_processing_off']}", flush=True)
+            figures["peer_library"] = _peer_library(api, platform, tmp)
+            print(f"  peer library: {figures['peer_library']}", flush=True)
             figures["store_client_embeddings"] = _store_client(api, platform)
             print(f"  client embeddings: {figures['store_client_embeddings']}", flush=True)
             _clear(platform, [api.project, NAIVE_PROJECT])
@@ -869,11 +965,18 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
     )
     n_local, n_client = f"{off['messages']:,}", f"{client['messages']:,}"
     memories = f"{search['load']['memories'] // 1000}k memories"
+    library = f.get("peer_library")  # runs before issue 29's second session had no peer library
+    library_store = (
+        (f"{library['library']}, add_messages_batch of 100, same texts and model", library["store_msg_per_s"])
+        if library
+        else None
+    )
     rows = [
         row(
             f"store {n_local} msgs, local embedder, processing off",
             off["store_msg_per_s"],
             "msg/s",
+            peer=library_store,
             floor=("embedding the same texts alone", off["embed_alone_msg_per_s"]),
         ),
         row("store / embedding alone, processing off", off["ratio"], "x", target=("<=", 1.3)),
@@ -905,6 +1008,30 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             target=(">=", 2000),
         ),
     ]
+    if library:
+        ours, theirs = library["search"]["platform"], library["search"]["peer"]
+        label = f"{library['library']} search_messages, the user in its metadata filter"
+        searched = f"1 user of 5, {library['messages']:,} msgs"
+        rows += [
+            row(
+                f"search {p} vector, {searched}, HTTP", ours[f"{p}_ms"], "ms", peer=(label, theirs[f"{p}_ms"])
+            )
+            for p in ("p95", "p50")
+        ]
+        rows += [
+            row(
+                f"vector top 10 among {library['messages']:,} msgs: results returned",
+                ours["results_mean"],
+                "of 10",
+                peer=(label, theirs["results_mean"]),
+            ),
+            row(
+                f"vector top 10 among {library['messages']:,} msgs: results that are the user's",
+                ours["own_results_mean"],
+                "of 10",
+                peer=(label, theirs["own_results_mean"]),
+            ),
+        ]
     for mode in MODES:
         for p in ("p95", "p50"):
             rows.append(
