@@ -54,6 +54,7 @@ class LocalEmbedder(Embedder):
         self._threads = 1  # PyTorch threads for a batch larger than EMBEDDINGS_SMALL_BATCH_TEXTS
         self._lock = threading.Lock()
         self._cuttable = False  # the tokeniser is BERT's (see model_input), known once loaded
+        self._counter: Any = None
 
     def _load(self) -> Any:
         with self._lock:
@@ -76,6 +77,14 @@ class LocalEmbedder(Embedder):
                     type(backend.normalizer).__name__ == "BertNormalizer"
                     and type(backend.pre_tokenizer).__name__ == "BertPreTokenizer"
                 )
+                # model_input counts tokens with a copy of its own: the model's tokenizer switches
+                # truncation on for each encode, and switching it off for a count while another
+                # thread encodes would race (and could let that encode run untruncated)
+                from tokenizers import Tokenizer
+
+                self._counter = Tokenizer.from_str(backend.to_str())
+                self._counter.no_truncation()
+                self._counter.no_padding()
                 # PyTorch and the model are ~650,000 objects that live as long as the process:
                 # full garbage collections must not walk them (core/heap.py)
                 heap.freeze_long_lived()
@@ -103,7 +112,7 @@ class LocalEmbedder(Embedder):
             if cut is None:
                 break
             prefix = text[: cut.start()]
-            if len(model.tokenizer(prefix, add_special_tokens=False)["input_ids"]) >= window:
+            if len(self._counter.encode(prefix, add_special_tokens=False).ids) >= window:
                 return prefix
             at *= 4
         return text

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -194,3 +195,16 @@ def test_a_long_text_reaches_the_model_as_the_prefix_that_holds_every_token_it_r
     for text in texts[:3] + texts[-5:-3]:
         whole = model.encode([text], normalize_embeddings=True)[0]
         assert embedder.embed_one(text) == pytest.approx(list(whole), abs=1e-5)
+
+
+def test_long_texts_embedded_from_several_threads_at_once_give_the_vectors_of_one_thread() -> None:
+    """model_input counts tokens while other threads encode: neither may change the other's
+    tokeniser settings (a race there raised "Already borrowed" or let an encode run untruncated)."""
+    embedder = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
+    rng = random.Random(11)
+    texts = [_random_text(rng, rng.choice([300, 3_000, 20_000])) for _ in range(24)]
+    alone = [embedder.embed_one(t) for t in texts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(embedder.embed_one, texts * 3))
+    for i, vector in enumerate(together):
+        assert vector == pytest.approx(alone[i % len(texts)], abs=1e-5)
