@@ -73,7 +73,7 @@ def test_redis_outage_answers_503_writes_nothing_and_recovers(tmp_path: Path) ->
     )
     (tmp_path / "var").mkdir()
     db = tmp_path / "var" / "db.sqlite3"
-    project_id, key = provision(env, project="redis outage", scopes="read,write")
+    project_id, key = provision(env, project="redis outage", scopes="read,write,admin")
     auth = {"Authorization": f"Bearer {key}"}
     web, base = start_web(env, tmp_path / "web.log")
     documents = f"{base}/api/v1/projects/{project_id}/documents"
@@ -112,6 +112,19 @@ def test_redis_outage_answers_503_writes_nothing_and_recovers(tmp_path: Path) ->
         with sqlite3.connect(db) as conn:
             assert conn.execute("SELECT count(*) FROM core_job").fetchone()[0] == jobs_before
         assert graph.read("MATCH (m:Memory {project_id: $p}) RETURN count(m) AS n", p=project_id)[0]["n"] == 0
+        # every other request that queues a task checks the broker before it writes
+        queued_work = [
+            (f"{memories}:summarize", {"scope": {"user_id": "u1"}}),
+            (f"{memories}:consolidate", {"scope": {"user_id": "u1"}, "older_than_days": 90}),
+            (f"{base}/api/v1/projects/{project_id}/erasure-requests", {"user_id": "u1"}),
+        ]
+        for url, body in queued_work:
+            refused = httpx.post(url, json=body, headers=auth, timeout=60)
+            assert refused.status_code == 503, (url, refused.text)
+            assert refused.json()["error"]["details"]["dependency"] == "redis"
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT count(*) FROM core_job").fetchone()[0] == jobs_before
+            assert conn.execute("SELECT count(*) FROM curation_erasurerequest").fetchone()[0] == 0
         # what needs no Redis keeps working (throttling fails open)
         assert httpx.get(f"{base}/api/v1/projects/{project_id}", headers=auth, timeout=30).status_code == 200
         found = httpx.post(
@@ -134,8 +147,13 @@ def test_redis_outage_answers_503_writes_nothing_and_recovers(tmp_path: Path) ->
         stored = httpx.post(memories, json=message, headers=auth, timeout=30)
         assert stored.status_code == 201, stored.text
 
+        summarized = httpx.post(
+            f"{memories}:summarize", json={"scope": {"user_id": "u1"}}, headers=auth, timeout=30
+        )
+        assert summarized.status_code == 202, summarized.text
+
         worker = _start_worker(env, tmp_path / "worker.log")
-        for response in (before, again, stored):
+        for response in (before, again, stored, summarized):
             job = _wait_job(base, auth, response.json()["job_id"])
             assert job["status"] == "succeeded", job
         assert _documents_in_graph(project_id) == ["before", "during"]
