@@ -254,14 +254,21 @@ def _vocabulary() -> list[str]:
 
 def _load_synthetic(neo4j_port: int, project_ids: list[str], rng: random.Random) -> float:
     """100,000 chunks (synthetic text, random unit vectors) in 2,000 documents across the projects."""
+    import django
     from neo4j import GraphDatabase
 
-    from core.graph.tenancy import chunk_label
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from django.conf import settings
+
+    from core.graph.tenancy import chunk_label, fulltext_index_statement
 
     vocab = _vocabulary()
     nprng = np.random.default_rng(7)
     started = time.perf_counter()
     with GraphDatabase.driver(f"bolt://127.0.0.1:{neo4j_port}", auth=neo4j_auth()) as driver:
+        for project in project_ids:  # the index ingestion creates before a project's first chunks
+            driver.execute_query(fulltext_index_statement(project, settings.RETRIEVAL_FULLTEXT_ANALYZER))
         for project in project_ids:
             for first in range(0, CHUNKS_PER_PROJECT, 1000):
                 vectors = nprng.normal(size=(1000, DIMS)).astype(np.float32)
@@ -287,7 +294,8 @@ def _load_synthetic(neo4j_port: int, project_ids: list[str], rng: random.Random)
                     WITH d, row
                     UNWIND row.chunks AS ch
                     CREATE (c:Chunk {id: ch.id, project_id: $project, document_id: d.id, index: ch.index,
-                                     text: ch.text, token_count: 80, embedding: ch.embedding})
+                                     text: ch.text, search_text: row.key + '\n' + ch.text, token_count: 80,
+                                     embedding: ch.embedding})
                     SET c:$($label)
                     CREATE (d)-[:HAS_CHUNK]->(c)
                     """,

@@ -337,6 +337,9 @@ RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
 RETRIEVAL_HYBRID_CANDIDATES = env.int("RETRIEVAL_HYBRID_CANDIDATES", default=30)  # per retriever
 # one round of pseudo-relevance feedback from hybrid's best hit (retrieval.retrievers.HybridRetriever)
 RETRIEVAL_HYBRID_FEEDBACK = env.bool("RETRIEVAL_HYBRID_FEEDBACK", default=True)
+# Lucene analyzer of each project's chunk fulltext index (a name from
+# db.index.fulltext.listAvailableAnalyzers); changing it takes `manage.py reindex_chunks`
+RETRIEVAL_FULLTEXT_ANALYZER = env.str("RETRIEVAL_FULLTEXT_ANALYZER", default="english")
 # Enrichment profiles: procedures they may CALL (none by default) and their transaction timeout
 RETRIEVAL_PROFILE_PROCEDURES = env.list("RETRIEVAL_PROFILE_PROCEDURES", default=[])
 RETRIEVAL_PROFILE_TIMEOUT_SEC = env.float("RETRIEVAL_PROFILE_TIMEOUT_SEC", default=5.0)

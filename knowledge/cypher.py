@@ -86,7 +86,8 @@ CHUNKS_CREATE = """
 UNWIND $chunks AS ch
 MATCH (d:Document {project_id: $project_id, id: ch.document_id})
 CREATE (c:Chunk {id: ch.id, project_id: $project_id, document_id: ch.document_id, index: ch.index,
-                 text: ch.text, token_count: ch.token_count, embedding: ch.embedding})
+                 text: ch.text, search_text: ch.search_text, token_count: ch.token_count,
+                 embedding: ch.embedding})
 SET c:$($chunk_label)
 CREATE (d)-[:HAS_CHUNK]->(c)
 """
@@ -261,4 +262,23 @@ CHUNK_COMMUNITIES_LINK = """
 MATCH (c:Community {project_id: $project_id, level: 0})<-[:IN_COMMUNITY]-(e:Entity)<-[:HAS_ENTITY]-(ch:Chunk)
 WITH DISTINCT ch, c
 CREATE (ch)-[:IN_COMMUNITY]->(c)
+"""
+
+# reindex_chunks: a page of a project's documents (by id) with their chunks in order
+REINDEX_DOCUMENTS_PAGE = """
+MATCH (d:Document {project_id: $project_id}) WHERE d.id > $after
+WITH d ORDER BY d.id LIMIT $limit
+OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
+WITH d, c ORDER BY c.index
+RETURN d.id AS id, d.title AS title, d.content AS content,
+       [x IN collect(c) | {id: x.id, text: x.text}] AS chunks
+ORDER BY id
+"""
+
+REINDEX_CHUNKS_SET = """
+UNWIND $chunks AS ch
+MATCH (c:Chunk {id: ch.id}) WHERE c.project_id = $project_id
+SET c.search_text = ch.search_text
+FOREACH (_ IN CASE WHEN ch.embedding IS NULL THEN [] ELSE [1] END | SET c.embedding = ch.embedding)
+SET c:$($chunk_label)
 """

@@ -23,7 +23,7 @@ from core import graph
 from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from core.graph.schema import ensure_schema
-from core.graph.tenancy import chunk_label, project_index_ensure
+from core.graph.tenancy import chunk_label, project_fulltext_ensure, project_index_ensure
 from core.llm.usage import usage_meter
 from core.metadata import encode_pairs
 from core.models import Job, Project
@@ -35,7 +35,7 @@ from core.task_runs import broker_ensure
 from knowledge import cypher
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
 from knowledge.models import IngestBatch
-from knowledge.pipeline.chunking import chunk_text
+from knowledge.pipeline.chunking import chunk_text, search_text
 from knowledge.pipeline.extraction import ExtractedEntity, ExtractedRelation, Extraction, entity_key, extract
 
 logger = logging.getLogger(__name__)
@@ -217,6 +217,7 @@ def ingest_batch_run(*, batch_id: int) -> None:
                         "document_id": doc["id"],
                         "index": piece.index,
                         "text": piece.text,
+                        "search_text": search_text(doc["title"], piece.headings, piece.text),
                         "token_count": piece.token_count,
                     }
                 )
@@ -225,7 +226,7 @@ def ingest_batch_run(*, batch_id: int) -> None:
 
         clock = time.perf_counter()
         embedder = get_embedder()
-        for chunk, vector in zip(chunks, embedder.embed([c["text"] for c in chunks]), strict=True):
+        for chunk, vector in zip(chunks, embedder.embed([c["search_text"] for c in chunks]), strict=True):
             chunk["embedding"] = vector
         timings["embedding"] = time.perf_counter() - clock
         _progress(job, "embedding", _batch_pct(job, batch, 2), f"Embedded {len(chunks)} chunk(s)")
@@ -250,6 +251,7 @@ def ingest_batch_run(*, batch_id: int) -> None:
             }
             for d in docs
         ]
+        project_fulltext_ensure(project_id)  # before the project's first chunks: online at once when empty
         graph.write_tx(
             lambda tx: _write_batch(tx, project_id, doc_rows, chunks, entities, mentions, relations, timings)
         )

@@ -45,9 +45,10 @@ WHERE node.project_id = $project_id
 RETURN node.text AS text, node.embedding AS embedding
 """
 
-# $lucene carries the project (and document) clauses; the WHERE repeats them as a second guard.
+# $index is the project's own fulltext index, or the shared `chunk_fulltext` until that is online;
+# $lucene carries the project (on the shared index) and document clauses; the WHERE repeats them.
 FULLTEXT = """
-CALL db.index.fulltext.queryNodes('chunk_fulltext', $lucene, {limit: $fetch}) YIELD node, score
+CALL db.index.fulltext.queryNodes($index, $lucene, {limit: $fetch}) YIELD node, score
 WITH node, score
 WHERE node.project_id = $project_id AND ($document_ids IS NULL OR node.document_id IN $document_ids)
   AND ($chunk_ids IS NULL OR node.id IN $chunk_ids)
@@ -59,7 +60,7 @@ LIMIT $limit
 # BM25 among a given set of chunks, the Lucene query already narrowed to their documents: `fetched`
 # tells the caller whether Lucene had more to give (it filled $fetch); the caller orders the hits.
 FULLTEXT_AMONG = """
-CALL db.index.fulltext.queryNodes('chunk_fulltext', $lucene, {limit: $fetch}) YIELD node, score
+CALL db.index.fulltext.queryNodes($index, $lucene, {limit: $fetch}) YIELD node, score
 WITH collect([node, score]) AS raw
 WITH size(raw) AS fetched,
      [pair IN raw WHERE pair[0].project_id = $project_id AND pair[0].id IN $chunk_ids

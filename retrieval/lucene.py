@@ -1,4 +1,4 @@
-"""Turning any user text into a safe Lucene query for the chunk fulltext index.
+"""Turning any user text into a safe Lucene query for a chunk fulltext index.
 
 The text is never handed to Lucene as syntax: it is split into word tokens, lower-cased (so `AND`,
 `OR`, `NOT` lose their operator meaning), stripped of stop words and escaped, then OR-ed inside a
@@ -87,22 +87,23 @@ def _phrase(value: str) -> str:
 def chunk_query(
     terms: list[str],
     *,
-    project_id: str,
+    project_id: str | None,
     document_ids: list[str] | None = None,
     expansion: list[str] | None = None,
     expansion_boost: float = 1.0,
+    field: str = "text",
 ) -> str:
-    """`text:(t1 OR t2 … [OR e1^b …]) AND project_id:"…"^0 [AND document_id:("…" OR …)^0]`; empty
-    without terms. `expansion` terms (already tokens) are added with boost `expansion_boost`."""
+    """`<field>:(t1 OR t2 … [OR e1^b …]) [AND project_id:"…"^0] [AND document_id:("…" OR …)^0]`;
+    empty without terms. `expansion` terms (already tokens) are added with boost `expansion_boost`.
+    `project_id` is None for a project's own index (it holds nothing else)."""
     own = set(terms)
     clauses = [escape(t) for t in terms]
     clauses += [f"{escape(t)}^{expansion_boost:g}" for t in expansion or [] if t not in own]
     if not clauses:
         return ""
-    parts = [
-        "text:(" + " OR ".join(clauses) + ")",
-        f"project_id:{_phrase(project_id)}^0",
-    ]
+    parts = [f"{field}:(" + " OR ".join(clauses) + ")"]
+    if project_id is not None:
+        parts.append(f"project_id:{_phrase(project_id)}^0")
     if document_ids:
         parts.append("document_id:(" + " OR ".join(_phrase(d) for d in document_ids) + ")^0")
     return " AND ".join(parts)

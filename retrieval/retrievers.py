@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from neo4j.exceptions import ClientError
@@ -169,8 +170,26 @@ class VectorRetriever(Retriever):
         return _candidates(graph.read(cypher.VECTOR_EXACT, vector=vector, limit=limit, **self._params()))
 
 
+@dataclass(frozen=True)
+class _FulltextIndex:
+    """Which Lucene index a fulltext query asks, the field it searches, and the project clause it
+    needs (None on the project's own index, which holds nothing else)."""
+
+    name: str
+    field: str
+    project_clause: str | None
+
+
+def _fulltext_index(project_id: str) -> _FulltextIndex:
+    """The project's own index (its chunks' `search_text`, BM25 statistics of its own) once online;
+    until then the shared `chunk_fulltext` over chunk text, the project a required clause."""
+    if tenancy.project_fulltext_online(project_id):
+        return _FulltextIndex(tenancy.chunk_fulltext_index(project_id), "search_text", None)
+    return _FulltextIndex("chunk_fulltext", "text", project_id)
+
+
 class FulltextRetriever(Retriever):
-    """Lucene BM25 over the chunk fulltext index; the project is a required clause of the query."""
+    """Lucene BM25 over the project's chunk fulltext index (`_fulltext_index`)."""
 
     name = "fulltext"
 
@@ -179,23 +198,33 @@ class FulltextRetriever(Retriever):
         ids = self.scope.document_ids
         if self.scope.chunk_ids is not None:
             return self._among_chunks(terms, limit)
+        index = _fulltext_index(self.scope.project_id)
         in_lucene = ids is None or len(ids) <= LUCENE_MAX_DOCUMENT_CLAUSES
         text = lucene.chunk_query(
             terms,
-            project_id=self.scope.project_id,
+            project_id=index.project_clause,
             document_ids=ids if in_lucene else None,
             expansion=query.expansion,
             expansion_boost=settings.RETRIEVAL_FEEDBACK_TERM_BOOST,
+            field=index.field,
         )
         if not text:
             return []
         fetch = limit if in_lucene else limit * 4
         while True:
-            rows = graph.read(cypher.FULLTEXT, lucene=text, fetch=fetch, limit=limit, **self._params())
+            rows = self._query(cypher.FULLTEXT, index, lucene=text, fetch=fetch, limit=limit)
             # Lucene returned fewer than asked: nothing more to find
             if in_lucene or len(rows) >= limit or fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
                 return _candidates(rows)
             fetch *= 4
+
+    def _query(self, query: str, index: _FulltextIndex, **params: object) -> list[dict[str, Any]]:
+        try:
+            return graph.read(query, index=index.name, **params, **self._params())
+        except ClientError:
+            if index.project_clause is None:  # the project's index went away: look it up again next time
+                tenancy.project_fulltext_forget(self.scope.project_id)
+            raise
 
     def _among_chunks(self, terms: list[str], limit: int) -> list[Candidate]:
         """BM25 restricted to the scope's chunk ids.
@@ -208,13 +237,16 @@ class FulltextRetriever(Retriever):
         documents = self.scope.document_ids
         if documents is not None and len(documents) > LUCENE_MAX_DOCUMENT_CLAUSES:
             documents = None
-        text = lucene.chunk_query(terms, project_id=self.scope.project_id, document_ids=documents)
+        index = _fulltext_index(self.scope.project_id)
+        text = lucene.chunk_query(
+            terms, project_id=index.project_clause, document_ids=documents, field=index.field
+        )
         if not text or not chunk_ids:
             return []
         if documents:
             fetch = limit * 4
             while True:
-                row = graph.read(cypher.FULLTEXT_AMONG, lucene=text, fetch=fetch, **self._params())[0]
+                row = self._query(cypher.FULLTEXT_AMONG, index, lucene=text, fetch=fetch)[0]
                 if row["fetched"] < fetch or fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
                     hits = sorted(row["hits"], key=lambda h: (-h["score"], h["chunk_id"]))
                     return _candidates(hits[:limit])
@@ -222,8 +254,7 @@ class FulltextRetriever(Retriever):
         project_size = scope_size(Scope(project_id=self.scope.project_id))[0]
         share = project_size / max(1, len(chunk_ids))
         fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, max(limit * 4, math.ceil(limit * share * 2)))
-        rows = graph.read(cypher.FULLTEXT, lucene=text, fetch=fetch, limit=limit, **self._params())
-        return _candidates(rows)
+        return _candidates(self._query(cypher.FULLTEXT, index, lucene=text, fetch=fetch, limit=limit))
 
 
 class HybridRetriever(Retriever):

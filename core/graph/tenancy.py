@@ -1,5 +1,6 @@
-"""Per-project names in the graph: every chunk also carries its project's own label, and a project
-large enough for it gets its own vector index on that label (DESIGN.md section 3, docs/decisions.md).
+"""Per-project names in the graph: every chunk also carries its project's own label; every project
+gets its own fulltext index on that label (so its BM25 statistics are its own), and a project large
+enough for it its own vector index (DESIGN.md section 3, docs/decisions.md).
 
 Labels and index names cannot be query parameters in a schema statement, so they are built here
 from the project id with everything but [0-9a-z] removed.
@@ -26,10 +27,93 @@ def chunk_vector_index(project_id: str) -> str:
     return f"chunk_embedding_{_token(project_id)}"
 
 
-# --- a project's own vector index ------------------------------------------------------------------
+def chunk_fulltext_index(project_id: str) -> str:
+    return f"chunk_search_{_token(project_id)}"
 
-_online: set[str] = set()
+
+_online: set[str] = set()  # names of per-project indexes seen ONLINE by this process
 _lock = threading.Lock()
+
+
+def _index_state(name: str) -> str | None:
+    from core import graph
+
+    rows = graph.read("SHOW INDEXES YIELD name, state WHERE name = $name RETURN state", name=name)
+    return str(rows[0]["state"]) if rows else None
+
+
+def _seen_online(name: str) -> bool:
+    with _lock:
+        if name in _online:
+            return True
+    if _index_state(name) == "ONLINE":
+        with _lock:
+            _online.add(name)
+        return True
+    return False
+
+
+# --- a project's own fulltext index ----------------------------------------------------------------
+
+
+def fulltext_analyzer() -> str:
+    from django.conf import settings
+
+    return str(settings.RETRIEVAL_FULLTEXT_ANALYZER)
+
+
+def fulltext_index_statement(project_id: str, analyzer: str) -> str:
+    """The project's fulltext index: its chunks' `search_text` and `document_id`, by `analyzer`."""
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", analyzer):
+        raise ValueError(f"{analyzer!r} is not an analyzer name")
+    return (
+        f"CREATE FULLTEXT INDEX {chunk_fulltext_index(project_id)} IF NOT EXISTS "
+        f"FOR (c:{chunk_label(project_id)}) ON EACH [c.search_text, c.document_id] "
+        f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{analyzer}'}}}}"
+    )
+
+
+def project_fulltext_create(project_id: str) -> None:
+    """Create the project's fulltext index (analysed by RETRIEVAL_FULLTEXT_ANALYZER) if it does not
+    exist; Neo4j populates it in the background."""
+    from core import graph
+
+    graph.write_autocommit(fulltext_index_statement(project_id, fulltext_analyzer()))
+
+
+def project_fulltext_ensure(project_id: str, *, wait_sec: float = 60.0) -> bool:
+    """Before a project's chunks are written: its fulltext index exists, and is waited for up to
+    `wait_sec` (an index created on an empty project is online at once). Returns whether it is online."""
+    from core import graph
+
+    name = chunk_fulltext_index(project_id)
+    with _lock:
+        if name in _online:
+            return True
+    project_fulltext_create(project_id)
+    try:
+        graph.write_autocommit("CALL db.awaitIndex($name, $sec)", name=name, sec=int(max(1, wait_sec)))
+    except Exception:  # still populating (a large project's first index): queries fall back meanwhile
+        return False
+    return _seen_online(name)
+
+
+def project_fulltext_online(project_id: str, *, create: bool = True) -> bool:
+    """Whether the project's fulltext index can answer queries; asks for it to be built when missing."""
+    name = chunk_fulltext_index(project_id)
+    if _seen_online(name):
+        return True
+    if create and _index_state(name) is None:
+        project_fulltext_create(project_id)
+    return False
+
+
+def project_fulltext_forget(project_id: str) -> None:
+    with _lock:
+        _online.discard(chunk_fulltext_index(project_id))
+
+
+# --- a project's own vector index ------------------------------------------------------------------
 
 
 def project_index_create(project_id: str) -> None:
@@ -48,18 +132,10 @@ def project_index_create(project_id: str) -> None:
 
 def project_index_online(project_id: str, *, create: bool = True) -> bool:
     """Whether the project's vector index can answer queries; asks for it to be built when missing."""
-    from core import graph
-
     name = chunk_vector_index(project_id)
-    with _lock:
-        if name in _online:
-            return True
-    rows = graph.read("SHOW VECTOR INDEXES YIELD name, state WHERE name = $name RETURN state", name=name)
-    if rows and rows[0]["state"] == "ONLINE":
-        with _lock:
-            _online.add(name)
+    if _seen_online(name):
         return True
-    if not rows and create:
+    if create and _index_state(name) is None:
         project_index_create(project_id)
     return False
 
