@@ -85,11 +85,10 @@ def _pct(values: list[float]) -> dict[str, float]:
 
 
 def _sampled(cmd: list[str], env: dict[str, str]) -> tuple[str, float, float]:
-    """Run `cmd`, sampling its resident memory (with children) every 20 ms: (output, peak MiB, s)."""
+    """Run `cmd`, sampling its resident memory (with children) every 20 ms: (its standard output,
+    peak MiB, s). Standard error is apart: libraries print to it at exit (nanobind's leak report)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = [0.0]
     done = threading.Event()
 
@@ -105,11 +104,11 @@ def _sampled(cmd: list[str], env: dict[str, str]) -> tuple[str, float, float]:
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
-    output, _ = proc.communicate()
+    output, errors = proc.communicate()
     done.set()
     thread.join()
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[:4])} failed:\n{output[-3000:]}")
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed:\n{output[-2000:]}\n{errors[-2000:]}")
     return output, round(peak[0], 1), round(time.perf_counter() - started, 2)
 
 
