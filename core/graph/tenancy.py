@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 
 
 def _token(project_id: str) -> str:
@@ -51,6 +52,21 @@ def _seen_online(name: str) -> bool:
             _online.add(name)
         return True
     return False
+
+
+def _online_or_requested(name: str, create: Callable[[], None] | None) -> bool:
+    """Whether index `name` can answer queries; when it does not exist, `create` asks for it."""
+    if _seen_online(name):
+        return True
+    if create is not None and _index_state(name) is None:
+        create()
+    return False
+
+
+def _forget(name: str) -> None:
+    """After the index failed a query (dropped, for instance): look it up again next time."""
+    with _lock:
+        _online.discard(name)
 
 
 # --- a project's own fulltext index ----------------------------------------------------------------
@@ -100,17 +116,12 @@ def project_fulltext_ensure(project_id: str, *, wait_sec: float = 60.0) -> bool:
 
 def project_fulltext_online(project_id: str, *, create: bool = True) -> bool:
     """Whether the project's fulltext index can answer queries; asks for it to be built when missing."""
-    name = chunk_fulltext_index(project_id)
-    if _seen_online(name):
-        return True
-    if create and _index_state(name) is None:
-        project_fulltext_create(project_id)
-    return False
+    build = (lambda: project_fulltext_create(project_id)) if create else None
+    return _online_or_requested(chunk_fulltext_index(project_id), build)
 
 
 def project_fulltext_forget(project_id: str) -> None:
-    with _lock:
-        _online.discard(chunk_fulltext_index(project_id))
+    _forget(chunk_fulltext_index(project_id))
 
 
 # --- a project's own vector index ------------------------------------------------------------------
@@ -132,18 +143,12 @@ def project_index_create(project_id: str) -> None:
 
 def project_index_online(project_id: str, *, create: bool = True) -> bool:
     """Whether the project's vector index can answer queries; asks for it to be built when missing."""
-    name = chunk_vector_index(project_id)
-    if _seen_online(name):
-        return True
-    if create and _index_state(name) is None:
-        project_index_create(project_id)
-    return False
+    build = (lambda: project_index_create(project_id)) if create else None
+    return _online_or_requested(chunk_vector_index(project_id), build)
 
 
 def project_index_forget(project_id: str) -> None:
-    """After the index failed a query (dropped, for instance): look it up again next time."""
-    with _lock:
-        _online.discard(chunk_vector_index(project_id))
+    _forget(chunk_vector_index(project_id))
 
 
 def project_index_ensure(project_id: str) -> bool:
