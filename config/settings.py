@@ -94,7 +94,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Web, worker and beat share the file: wait for a lock instead of failing at once. The test
     # database is a file too, so a real Celery worker process can see what a test committed.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # Transactions begin IMMEDIATE: a deferred one that read first and then writes cannot wait for
+    # another writer (SQLite answers "database is locked" at once, whatever the timeout).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=30, transaction_mode="IMMEDIATE")
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 # HTTP requests run on a fixed pool of WEB_THREADS threads (core/http_threads.py), each keeping its
 # SQL connection for DB_CONN_MAX_AGE seconds (0: a new connection per request).

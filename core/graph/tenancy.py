@@ -63,6 +63,24 @@ def _online_or_requested(name: str, create: Callable[[], None] | None) -> bool:
     return False
 
 
+EQUIVALENT_INDEX = "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists"
+
+
+def _create_index(statement: str) -> None:
+    """Run a `CREATE … INDEX … IF NOT EXISTS`. Two processes creating the same index at once (two
+    ingestion batches of a new project) both pass IF NOT EXISTS, and the later commit fails as
+    an equivalent rule: the index they asked for exists, which is what was wanted."""
+    from neo4j.exceptions import ClientError
+
+    from core import graph
+
+    try:
+        graph.write_autocommit(statement)
+    except ClientError as exc:
+        if exc.code != EQUIVALENT_INDEX:
+            raise
+
+
 def _forget(name: str) -> None:
     """After the index failed a query (dropped, for instance): look it up again next time."""
     with _lock:
@@ -92,9 +110,7 @@ def fulltext_index_statement(project_id: str, analyzer: str) -> str:
 def project_fulltext_create(project_id: str) -> None:
     """Create the project's fulltext index (analysed by RETRIEVAL_FULLTEXT_ANALYZER) if it does not
     exist; Neo4j populates it in the background."""
-    from core import graph
-
-    graph.write_autocommit(fulltext_index_statement(project_id, fulltext_analyzer()))
+    _create_index(fulltext_index_statement(project_id, fulltext_analyzer()))
 
 
 def project_fulltext_ensure(project_id: str, *, wait_sec: float = 60.0) -> bool:
@@ -131,9 +147,7 @@ def project_index_create(project_id: str) -> None:
     """Create the project's vector index if it does not exist; Neo4j populates it in the background."""
     from django.conf import settings
 
-    from core import graph
-
-    graph.write_autocommit(
+    _create_index(
         f"CREATE VECTOR INDEX {chunk_vector_index(project_id)} IF NOT EXISTS "
         f"FOR (c:{chunk_label(project_id)}) ON (c.embedding) "
         f"OPTIONS {{indexConfig: {{`vector.dimensions`: {int(settings.EMBEDDINGS_DIMENSIONS)}, "
