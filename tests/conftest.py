@@ -22,6 +22,36 @@ from tests.support.openai_server import FakeOpenAI
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _deferred_test_transactions() -> None:
+    """The transaction pytest-django wraps a test in begins DEFERRED. The platform's SQLite
+    transactions begin IMMEDIATE (config/settings.py): the wrapper would then hold the write lock for
+    the whole test, and the web server or Celery worker a test starts could never write. Deferred,
+    it takes no lock until the test itself writes. Transactions of the code under test inside a test
+    are savepoints of the wrapper; outside one (transactional tests, servers) they begin IMMEDIATE."""
+    from django.db import connections
+    from django.test import TestCase
+
+    enter = TestCase._enter_atomics.__func__  # type: ignore[attr-defined]
+
+    def enter_deferred(cls: type[TestCase]) -> object:
+        modes = {}
+        for alias in cls._databases_names():  # type: ignore[attr-defined]
+            connection = connections[alias]
+            connection.ensure_connection()  # connecting sets the configured mode
+            modes[alias] = getattr(connection, "transaction_mode", None)
+            connection.transaction_mode = None
+        try:
+            return enter(cls)
+        finally:
+            for alias, mode in modes.items():
+                connections[alias].transaction_mode = mode
+
+    TestCase._enter_atomics = classmethod(enter_deferred)  # type: ignore[method-assign,assignment]
+
+
+_deferred_test_transactions()
+
+
 @pytest.fixture(scope="session")
 def fake_openai_server() -> Iterator[FakeOpenAI]:
     server = FakeOpenAI().start()
