@@ -282,3 +282,30 @@ SET c.search_text = ch.search_text
 FOREACH (_ IN CASE WHEN ch.embedding IS NULL THEN [] ELSE [1] END | SET c.embedding = ch.embedding)
 SET c:$($chunk_label)
 """
+
+# --- title links: (:Chunk)-[:NAMES]->(:Document) when the chunk names the document's title ----------
+
+PROJECT_TITLES = """
+MATCH (d:Document {project_id: $project_id}) WHERE d.status <> 'failed'
+RETURN d.id AS id, d.title AS title
+"""
+
+# Chunks of other documents that may name one of the batch's titles (the caller verifies each).
+TITLE_CANDIDATES = """
+CALL db.index.fulltext.queryNodes($index, $lucene, {limit: $limit}) YIELD node
+WITH node WHERE node.project_id = $project_id AND NOT node.document_id IN $document_ids
+RETURN node.id AS chunk_id, node.document_id AS document_id, node.text AS text
+"""
+
+# A re-ingested document may have a new title: links to it are found again.
+TITLE_LINKS_TO_REMOVE = """
+MATCH (:Chunk)-[r:NAMES]->(d:Document {project_id: $project_id}) WHERE d.id IN $document_ids
+DELETE r
+"""
+
+TITLE_LINKS_CREATE = """
+UNWIND $links AS link
+MATCH (c:Chunk {id: link.chunk_id}) WHERE c.project_id = $project_id
+MATCH (d:Document {project_id: $project_id, id: link.document_id})
+MERGE (c)-[:NAMES]->(d)
+"""

@@ -37,6 +37,7 @@ from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
 from knowledge.models import IngestBatch
 from knowledge.pipeline.chunking import chunk_text, search_text
 from knowledge.pipeline.extraction import ExtractedEntity, ExtractedRelation, Extraction, entity_key, extract
+from knowledge.title_links import title_links
 
 logger = logging.getLogger(__name__)
 
@@ -252,8 +253,13 @@ def ingest_batch_run(*, batch_id: int) -> None:
             for d in docs
         ]
         project_fulltext_ensure(project_id)  # before the project's first chunks: online at once when empty
+        named = time.perf_counter()
+        links = title_links(project_id, docs, chunks)
+        timings["title_links"] = time.perf_counter() - named
         graph.write_tx(
-            lambda tx: _write_batch(tx, project_id, doc_rows, chunks, entities, mentions, relations, timings)
+            lambda tx: _write_batch(
+                tx, project_id, doc_rows, chunks, entities, mentions, relations, links, timings
+            )
         )
         timings["writing"] = time.perf_counter() - clock
 
@@ -468,6 +474,7 @@ def _write_batch(
     entities: list[dict[str, Any]],
     mentions: list[dict[str, Any]],
     relations: list[dict[str, Any]],
+    names: list[dict[str, str]],
     timings: dict[str, float],
 ) -> None:
     """One transaction: the batch's documents are replaced whole or not at all."""
@@ -491,6 +498,8 @@ def _write_batch(
         if a["document_id"] == b["document_id"]
     ]
     run("next_chunk", cypher.NEXT_CHUNK_LINK, links=links)
+    run("title_links_old", cypher.TITLE_LINKS_TO_REMOVE, document_ids=[d["id"] for d in docs])
+    run("title_links", cypher.TITLE_LINKS_CREATE, links=names)
     run("entities", cypher.ENTITIES_MERGE, entities=entities)
     run("mentions", cypher.MENTIONS_CREATE, mentions=mentions)
     run("related", cypher.RELATED_ADD, relations=relations)

@@ -1,0 +1,78 @@
+"""Which document titles a text names: the links of the passage graph that graph-mode search walks.
+
+A title is found as a run of whole words with the title's own case ("Lothair II", "The Godfather Part
+II"); a title ending in a parenthetical disambiguation ("Cold War (film)") is also found without it.
+A one-word name ("Paris", "Green", "It") is found only capitalised and not as a sentence's first
+word, where any word is capitalised: "Green" in "the green door" or "It" in "It rained" names nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+_WORD = re.compile(r"\w+(?:['’.-]\w+)*")
+_PARENTHETICAL = re.compile(r"\s*\([^()]*\)\s*$")
+_SENTENCE_END = re.compile(r"[.!?:;\"“”]\s*$|^\s*$")
+MAX_TITLE_WORDS = 12
+
+
+def title_names(title: str) -> list[tuple[str, ...]]:
+    """The word sequences a title is found by: the title, and the title without a trailing
+    parenthetical; none for a title of no words or more than MAX_TITLE_WORDS."""
+    names: list[tuple[str, ...]] = []
+    for variant in (title, _PARENTHETICAL.sub("", title)):
+        words = tuple(_WORD.findall(variant))
+        if 0 < len(words) <= MAX_TITLE_WORDS and words not in names:
+            names.append(words)
+    return names
+
+
+@dataclass
+class TitleMatcher:
+    """Titles by the word sequences they are found by; one sequence may name several documents
+    (two documents titled "Mercury")."""
+
+    _by_name: dict[tuple[str, ...], set[str]] = field(default_factory=dict)
+    _longest: int = 0
+
+    @classmethod
+    def of(cls, titles: Mapping[str, str]) -> TitleMatcher:
+        """`titles`: document id -> title."""
+        matcher = cls()
+        matcher.add(titles.items())
+        return matcher
+
+    def add(self, titles: Iterable[tuple[str, str]]) -> None:
+        for document_id, title in titles:
+            for name in title_names(title or ""):
+                self._by_name.setdefault(name, set()).add(document_id)
+                self._longest = max(self._longest, len(name))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def mentioned(self, text: str) -> set[str]:
+        """Ids of the documents whose title `text` names."""
+        if not self._by_name:
+            return set()
+        matches = list(_WORD.finditer(text))
+        words = [m.group(0) for m in matches]
+        found: set[str] = set()
+        for start in range(len(words)):
+            for length in range(1, min(self._longest, len(words) - start) + 1):
+                ids = self._by_name.get(tuple(words[start : start + length]))
+                if ids is None:
+                    continue
+                if length == 1 and not _proper_word(words[start], text, matches[start].start()):
+                    continue
+                found |= ids
+        return found
+
+
+def _proper_word(word: str, text: str, position: int) -> bool:
+    """A one-word name stands as a name: capitalised, and not where a sentence starts."""
+    if not word[:1].isupper():
+        return False
+    return not _SENTENCE_END.search(text[max(0, position - 3) : position])

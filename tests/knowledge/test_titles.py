@@ -1,0 +1,52 @@
+"""Finding the document titles a text names (the links graph-mode search walks)."""
+
+from __future__ import annotations
+
+from knowledge.pipeline.titles import TitleMatcher, title_names
+
+TITLES = {
+    "d-lothair": "Lothair II",
+    "d-film": "Cold War (film)",
+    "d-war": "Cold War",
+    "d-paris": "Paris",
+    "d-green": "Green",
+    "d-it": "It",
+    "d-mercury-planet": "Mercury",
+    "d-mercury-element": "Mercury",
+    "d-abbey": "St. Maurice's Abbey",
+}
+
+
+def test_a_title_is_found_by_its_words_and_without_its_parenthetical() -> None:
+    assert title_names("Cold War (film)") == [("Cold", "War", "film"), ("Cold", "War")]
+    assert title_names("Paris") == [("Paris",)]
+    assert title_names("") == []
+    assert title_names(" ".join(["word"] * 13)) == []
+
+
+def test_multi_word_titles_match_whole_words_in_their_own_case() -> None:
+    matcher = TitleMatcher.of(TITLES)
+    assert matcher.mentioned("Teutberga was a queen by marriage to Lothair II of Lotharingia.") == {
+        "d-lothair"
+    }
+    assert matcher.mentioned("a queen by marriage to lothair ii") == set()
+    assert matcher.mentioned("Lothair III ruled later.") == set()  # whole words only
+    # "Cold War (film)" is found as "Cold War" too, and so is the document titled "Cold War"
+    assert matcher.mentioned("He starred in Cold War, a drama.") == {"d-film", "d-war"}
+    assert matcher.mentioned("the lay-abbot of St. Maurice's Abbey.") == {"d-abbey"}
+
+
+def test_a_one_word_title_must_stand_as_a_name() -> None:
+    matcher = TitleMatcher.of(TITLES)
+    assert matcher.mentioned("She moved to Paris in 1920.") == {"d-paris"}
+    assert matcher.mentioned("Paris is large.") == set()  # sentence-initial: any word is capitalised
+    assert matcher.mentioned("It rained. It was cold. Then it stopped.") == set()
+    assert matcher.mentioned("They painted the green door.") == set()
+    assert matcher.mentioned("The novel by Stephen King, It, was filmed twice.") == {"d-it"}
+
+
+def test_one_name_may_title_several_documents() -> None:
+    matcher = TitleMatcher.of(TITLES)
+    assert matcher.mentioned("the orbit of Mercury is short") == {"d-mercury-planet", "d-mercury-element"}
+    assert len(TitleMatcher.of({})) == 0
+    assert TitleMatcher.of({}).mentioned("Paris") == set()
