@@ -40,7 +40,8 @@ def test_chunks_name_the_titles_of_documents_ingested_before_with_and_after_them
     ingest_now(pid, [TEUTBERGA, LOTHAIR])  # one batch: both directions
     assert _links(pid) == {("Teutberga", "Lothair II"), ("Lothair II", "Teutberga")}
 
-    ingest_now(pid, [_doc("Boso the Elder", "Boso the Elder was a Frankish count.")])  # named by a stored chunk
+    # named by a chunk stored before
+    ingest_now(pid, [_doc("Boso the Elder", "Boso the Elder was a Frankish count.")])
     ingest_now(pid, [_doc("It", "It is a novel by Stephen King.")])  # "It is said" names no novel
     assert _links(pid) == {
         ("Teutberga", "Lothair II"),
@@ -51,7 +52,8 @@ def test_chunks_name_the_titles_of_documents_ingested_before_with_and_after_them
     # the document renamed: the links to its old title go, none to its own chunks appear
     ingest_now(pid, [_doc("Boso the Elder", "Boso of Provence, a Frankish count.")])
     assert ("Teutberga", "Boso the Elder") in _links(pid)  # same title, same link
-    ingest_now(pid, [DocumentInput(title="Boso I", text="Boso of Provence.", source_path="wiki/Boso the Elder.txt")])
+    renamed = DocumentInput(title="Boso I", text="Boso of Provence.", source_path="wiki/Boso the Elder.txt")
+    ingest_now(pid, [renamed])
     assert _links(pid) == {("Teutberga", "Lothair II"), ("Lothair II", "Teutberga")}
 
 
