@@ -56,6 +56,9 @@ class Project(models.Model):
     created_by_key = models.ForeignKey(
         "ApiKey", null=True, blank=True, editable=False, on_delete=models.SET_NULL, related_name="+"
     )
+    # Bumped whenever the project's documents, chunks or links between them change: graph-mode
+    # search rebuilds its cached adjacency of the project when this moved (retrieval/passage_graph.py).
+    graph_version = models.PositiveBigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -6,6 +6,7 @@ import re
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from core import graph
@@ -94,6 +95,12 @@ def api_key_revoke(*, key_id: int) -> None:
     prefix = ApiKey.objects.filter(pk=key_id).values_list("prefix", flat=True).first()
     if ApiKey.objects.filter(pk=key_id, revoked_at__isnull=True).update(revoked_at=timezone.now()):
         key_sockets_close(prefix=str(prefix))
+
+
+def project_graph_changed(*, project_id: str) -> None:
+    """The project's documents, chunks or the links between them changed (committed in Neo4j):
+    caches of its graph are stale from now on."""
+    Project.objects.filter(pk=project_id).update(graph_version=F("graph_version") + 1)
 
 
 def project_embedder_check(*, project: Project) -> None:

@@ -30,7 +30,7 @@ from core.models import Job, Project
 from core.pii import PLACEHOLDERS, anonymise
 from core.progress import ProgressEvent, job_progress, publish
 from core.redis_client import get_redis
-from core.services import project_embedder_check
+from core.services import project_embedder_check, project_graph_changed
 from core.task_runs import broker_ensure
 from knowledge import cypher
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
@@ -261,6 +261,7 @@ def ingest_batch_run(*, batch_id: int) -> None:
                 tx, project_id, doc_rows, chunks, entities, mentions, relations, links, timings
             )
         )
+        project_graph_changed(project_id=project_id)
         timings["writing"] = time.perf_counter() - clock
 
     counts = {
@@ -598,6 +599,7 @@ def document_delete(*, project_id: str, document_id: str) -> None:
         tx.run(cypher.COMMUNITIES_MARK_STALE, project_id=project_id).consume()
 
     graph.write_tx(work)
+    project_graph_changed(project_id=project_id)
 
 
 def communities_job_lock(*, project_id: str) -> Any:

@@ -55,10 +55,13 @@ class SearchInputSerializer(StrictSerializer):
     filters = FiltersSerializer(required=False)
     include_context = serializers.BooleanField(default=False)
     feedback = serializers.BooleanField(required=False, allow_null=True, default=None)
+    debug = serializers.BooleanField(default=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("feedback") is not None and attrs.get("mode", "hybrid") != "hybrid":
             raise serializers.ValidationError({"feedback": "applies to mode hybrid only"})
+        if attrs.get("debug") and attrs.get("mode", "hybrid") != "graph":
+            raise serializers.ValidationError({"debug": "applies to mode graph only"})
         return attrs
 
     def validate_query(self, value: str) -> str:
@@ -88,6 +91,8 @@ class SearchOutputSerializer(serializers.Serializer):
     took_ms = serializers.FloatField()
     timings_ms = serializers.DictField(child=serializers.FloatField())
     context = serializers.CharField(required=False)
+    debug = serializers.DictField(required=False)
+    fallback = serializers.DictField(child=serializers.CharField(), required=False)
 
 
 class SearchApi(ProjectApi):
@@ -112,8 +117,10 @@ class SearchApi(ProjectApi):
             profile_name=data.get("profile"),
             include_context=data["include_context"],
             feedback=data.get("feedback"),
+            debug=data["debug"],
         )
         body = SearchOutputSerializer(result).data
-        if result.context is None:
-            body.pop("context", None)
+        for optional in ("context", "debug", "fallback"):
+            if getattr(result, optional) is None:
+                body.pop(optional, None)
         return Response(body)

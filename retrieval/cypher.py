@@ -119,3 +119,19 @@ RETURN __node.id AS __chunk_id, __node.document_id AS __document_id,
        coalesce(__doc.title, __doc.id, 'unknown') AS __document_name, __node.index AS __chunk_index,
        __doc.source_path AS __source_path, __doc.metadata_json AS __metadata_json, {columns}
 """
+
+# --- graph mode: the project's passage graph (retrieval/passage_graph.py) ----------------------------
+
+# Documents with their chunks, and the title links between them, read in one transaction.
+PASSAGE_GRAPH_DOCUMENTS = """
+MATCH (d:Document {project_id: $project_id})
+WHERE d.status <> 'failed'
+OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
+WITH d, c ORDER BY c.chunk_index
+RETURN d.id AS id, d.title AS title, [x IN collect(c.id) WHERE x IS NOT NULL] AS chunk_ids
+"""
+
+PASSAGE_GRAPH_LINKS = """
+MATCH (c:Chunk {project_id: $project_id})-[:NAMES]->(d:Document {project_id: $project_id})
+RETURN c.id AS chunk_id, d.id AS document_id
+"""

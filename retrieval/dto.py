@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES = ("vector", "fulltext", "hybrid")
+MODES = ("vector", "fulltext", "hybrid", "graph")
 
 
 @dataclass(frozen=True)
@@ -55,3 +55,5 @@ class SearchResult:
     took_ms: float
     timings_ms: dict[str, float]
     context: str | None = None
+    debug: dict[str, Any] | None = None  # graph mode, when asked: linked titles, seeds, the graph
+    fallback: dict[str, str] | None = None  # the mode that ranked instead of the one asked, and why

@@ -1,4 +1,4 @@
-"""Retrievers: one base class; vector, fulltext and hybrid search.
+"""Retrievers: one base class; vector, fulltext, hybrid and graph search.
 
 A retriever ranks chunk ids within a `Scope` (a project, optionally some of its documents) and
 returns `Candidate`s; turning candidates into items (text, document, profile columns) is the
@@ -16,12 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from neo4j.exceptions import ClientError
 
 from core import graph
 from core.graph import tenancy
-from retrieval import cypher, fusion, lucene
+from retrieval import cypher, fusion, lucene, passage_graph
 from retrieval.dto import Candidate, Scope
 
 # Lucene rejects boolean queries with more than 1024 clauses; above this many document ids the
@@ -40,6 +41,10 @@ class Query:
     timings_ms: dict[str, float] = field(default_factory=dict)
     # extra fulltext terms, searched at RETRIEVAL_FEEDBACK_TERM_BOOST (hybrid's feedback round)
     expansion: list[str] = field(default_factory=list)
+    # graph mode: what it linked and seeded (the response's debug block), and why it ranked by
+    # hybrid instead, when it did
+    debug: dict[str, Any] = field(default_factory=dict)
+    fallback: dict[str, str] | None = None
     _vector: list[float] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -340,6 +345,71 @@ def fuse(by_vector: list[Candidate], by_text: list[Candidate]) -> list[Candidate
     return fusion.linear([by_vector, by_text], weights=[alpha, 1 - alpha], normalise="minmax")
 
 
+class GraphRetriever(Retriever):
+    """A personalized PageRank over the project's passage graph (retrieval/passage_graph.py), seeded
+    with the titles the query names and hybrid's best chunks. A project whose chunks name no other
+    document's title has no graph to walk: it is ranked by hybrid, and `query.fallback` says so.
+    Chunks the walk does not reach follow, in hybrid's order."""
+
+    name = "graph"
+
+    def __init__(self, *, scope: Scope) -> None:
+        super().__init__(scope=scope)
+        self.hybrid = HybridRetriever(scope=scope)
+
+    def _search(self, query: Query, *, limit: int) -> list[Candidate]:
+        started = time.perf_counter()
+        passages, cached = passage_graph.passage_graph(self.scope.project_id)
+        query.timings_ms["graph_load"] = (time.perf_counter() - started) * 1000
+        query.debug["graph"] = {
+            "version": passages.version,
+            "chunks": len(passages.chunk_ids),
+            "links": passages.links,
+            "cached": cached,
+            "build_ms": round(passages.build_ms, 2),
+        }
+        ranked = self.hybrid.search(query, limit=hybrid_depth(limit))
+        if passages.links == 0:
+            query.fallback = {
+                "mode": "hybrid",
+                "reason": "no chunk of this project names another document's title yet: no graph to walk",
+            }
+            return ranked
+        started = time.perf_counter()
+        documents = (
+            None
+            if self.scope.document_ids is None
+            else {passages.document_rows[d] for d in self.scope.document_ids if d in passages.document_rows}
+        )
+        seeds = passage_graph.seeds(passages, query.text, ranked, documents=documents)
+        query.debug["linked"] = seeds.linked
+        if not seeds.reset.any():
+            return ranked
+        ranks = passages.pagerank(seeds.reset, settings.RETRIEVAL_GRAPH_DAMPING)
+        query.debug["seeds"] = [
+            {"chunk_id": passages.chunk_ids[row], "weight": round(float(seeds.reset[row]), 4), "from": origin}
+            for row, origin in sorted(seeds.origin.items(), key=lambda item: -seeds.reset[item[0]])
+        ]
+        allowed = self._allowed(passages, documents)
+        best = float(ranks.max())
+        walked: list[Candidate] = []
+        for row in np.argsort(-ranks, kind="stable"):
+            if ranks[row] <= 0 or len(walked) >= limit:
+                break
+            if allowed is None or row in allowed:
+                walked.append(Candidate(chunk_id=passages.chunk_ids[row], score=float(ranks[row]) / best))
+        query.timings_ms["pagerank"] = (time.perf_counter() - started) * 1000
+        return pin(walked, ranked)
+
+    def _allowed(self, passages: passage_graph.PassageGraph, documents: set[int] | None) -> set[int] | None:
+        """Chunk rows the scope allows; None: all of them."""
+        if self.scope.chunk_ids is not None:
+            return {passages.rows[c] for c in self.scope.chunk_ids if c in passages.rows}
+        if documents is not None:
+            return {row for d in documents for row in passages.document_chunks[d]}
+        return None
+
+
 RETRIEVERS: dict[str, type[Retriever]] = {
-    r.name: r for r in (VectorRetriever, FulltextRetriever, HybridRetriever)
+    r.name: r for r in (VectorRetriever, FulltextRetriever, HybridRetriever, GraphRetriever)
 }

@@ -126,8 +126,10 @@ def search_run(
     profile_name: str | None = None,
     include_context: bool = False,
     feedback: bool | None = None,
+    debug: bool = False,
 ) -> SearchResult:
-    """`feedback` turns hybrid's feedback round on or off for this search (None: the setting)."""
+    """`feedback` turns hybrid's feedback round on or off for this search (None: the setting);
+    `debug` returns what graph mode linked and seeded."""
     started = time.perf_counter()
     if mode not in RETRIEVERS:
         raise InvalidInput(f"unknown mode {mode!r}", details={"field": "mode", "modes": sorted(RETRIEVERS)})
@@ -155,6 +157,8 @@ def search_run(
         took_ms=round((time.perf_counter() - started) * 1000, 2),
         timings_ms={k: round(v, 2) for k, v in q.timings_ms.items()},
         context=context_format(items) if include_context else None,
+        debug=q.debug if debug else None,
+        fallback=q.fallback,
     )
 
 

@@ -120,6 +120,20 @@ def run(data: Path) -> dict[str, tuple[float, float]]:
     links.data[:] = 1.0
     out_degree = np.asarray(links.sum(axis=1)).ravel()
     walk = (sp.diags(1 / np.maximum(out_degree, 1)) @ links).T.tocsr()
+    # specificity of a link target named by n of the N passages: how much of a passage's walk its
+    # links take (the rest restarts at the seeds), as retrieval/passage_graph.py weighs them
+    named_by = np.asarray(links.sum(axis=0)).ravel()
+    forms = {
+        "log": np.log((n + 1) / (named_by + 1)) / np.log(n + 1),
+        "inverse": 1 / np.maximum(named_by, 1),
+        "inverse sqrt": 1 / np.sqrt(np.maximum(named_by, 1)),
+    }
+    specific = {}
+    for form, spec in forms.items():
+        out = links.multiply(spec[np.newaxis, :]).tocsr()
+        share = np.asarray(out.sum(axis=1)).ravel()
+        scaled = sp.diags(1 / np.maximum(share, 1.0)) @ out
+        specific[form] = scaled.T.tocsr()
     either_way = (links + links.T).tocsr()
     connected = 0
     index = {t: i for i, t in enumerate(titles)}
@@ -149,12 +163,19 @@ def run(data: Path) -> dict[str, tuple[float, float]]:
         rank = start.copy()
         for _ in range(40):
             rank = (1 - DAMPING) * start + DAMPING * (walk @ rank)
-        for name, ranking in (
+        variants = [
             ("bm25", by_bm25),
             ("dense", by_dense),
             ("rrf", by_fused),
             ("passage graph", list(np.argsort(-rank)[:10])),
-        ):
+        ]
+        for form, weighted in specific.items():
+            rank = start.copy()
+            for _ in range(40):
+                kept = weighted @ rank
+                rank = (1 - DAMPING) * start + DAMPING * (kept + (rank.sum() - kept.sum()) * start)
+            variants.append((f"specificity {form}", list(np.argsort(-rank)[:10])))
+        for name, ranking in variants:
             ranked = [titles[i] for i in ranking]
             totals[name][0] += recall(ranked, q["gold"], 2)
             totals[name][1] += recall(ranked, q["gold"], 5)

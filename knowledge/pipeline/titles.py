@@ -4,6 +4,8 @@ A title is found as a run of whole words with the title's own case ("Lothair II"
 II"); a title ending in a parenthetical disambiguation ("Cold War (film)") is also found without it.
 A one-word name ("Paris", "Green", "It") is found only capitalised and not as a sentence's first
 word, where any word is capitalised: "Green" in "the green door" or "It" in "It rained" names nothing.
+A search query is matched with `fold_case`: names of two words or more in any case (people type
+"the godfather part ii"), one-word names as in text.
 """
 
 from __future__ import annotations
@@ -34,40 +36,54 @@ class TitleMatcher:
     """Titles by the word sequences they are found by; one sequence may name several documents
     (two documents titled "Mercury")."""
 
+    fold_case: bool = False
     _by_name: dict[tuple[str, ...], set[str]] = field(default_factory=dict)
     _longest: int = 0
 
     @classmethod
-    def of(cls, titles: Mapping[str, str]) -> TitleMatcher:
+    def of(cls, titles: Mapping[str, str], *, fold_case: bool = False) -> TitleMatcher:
         """`titles`: document id -> title."""
-        matcher = cls()
+        matcher = cls(fold_case=fold_case)
         matcher.add(titles.items())
         return matcher
 
     def add(self, titles: Iterable[tuple[str, str]]) -> None:
         for document_id, title in titles:
             for name in title_names(title or ""):
-                self._by_name.setdefault(name, set()).add(document_id)
+                self._by_name.setdefault(self._key(name), set()).add(document_id)
                 self._longest = max(self._longest, len(name))
+
+    def _key(self, words: tuple[str, ...]) -> tuple[str, ...]:
+        if self.fold_case and len(words) > 1:
+            return tuple(w.casefold() for w in words)
+        return words
 
     def __len__(self) -> int:
         return len(self._by_name)
 
     def mentioned(self, text: str) -> set[str]:
         """Ids of the documents whose title `text` names."""
-        if not self._by_name:
-            return set()
-        matches = list(_WORD.finditer(text))
-        words = [m.group(0) for m in matches]
         found: set[str] = set()
+        for _name, ids in self.matches(text):
+            found |= ids
+        return found
+
+    def matches(self, text: str) -> list[tuple[str, set[str]]]:
+        """Each name `text` holds, as written there, with the ids of the documents it names; in
+        the order found, longer names first where they start at the same word."""
+        if not self._by_name:
+            return []
+        spans = list(_WORD.finditer(text))
+        words = [m.group(0) for m in spans]
+        found: list[tuple[str, set[str]]] = []
         for start in range(len(words)):
-            for length in range(1, min(self._longest, len(words) - start) + 1):
-                ids = self._by_name.get(tuple(words[start : start + length]))
+            for length in range(min(self._longest, len(words) - start), 0, -1):
+                ids = self._by_name.get(self._key(tuple(words[start : start + length])))
                 if ids is None:
                     continue
-                if length == 1 and not _proper_word(words[start], text, matches[start].start()):
+                if length == 1 and not _proper_word(words[start], text, spans[start].start()):
                     continue
-                found |= ids
+                found.append((text[spans[start].start() : spans[start + length - 1].end()], set(ids)))
         return found
 
 

@@ -50,3 +50,16 @@ def test_one_name_may_title_several_documents() -> None:
     assert matcher.mentioned("the orbit of Mercury is short") == {"d-mercury-planet", "d-mercury-element"}
     assert len(TitleMatcher.of({})) == 0
     assert TitleMatcher.of({}).mentioned("Paris") == set()
+
+
+def test_a_query_names_multi_word_titles_in_any_case_and_says_where() -> None:
+    matcher = TitleMatcher.of(TITLES, fold_case=True)
+    assert matcher.matches("who succeeded lothair ii in lotharingia?") == [("lothair ii", {"d-lothair"})]
+    # the longest name first where several start at the same word
+    assert matcher.matches("Who directed Cold War (film)?") == [
+        ("Cold War (film", {"d-film"}),
+        ("Cold War", {"d-film", "d-war"}),
+    ]
+    # one-word names still stand as names only
+    assert matcher.matches("what is green and sold in paris?") == []
+    assert matcher.matches("Is Green sold in Paris?") == [("Green", {"d-green"}), ("Paris", {"d-paris"})]

@@ -47,6 +47,9 @@ def _sql_rows() -> tuple[int, int, int]:
         ({"query": "x", "filters": "project_id = 'other'"}, "filters"),
         ({"query": "x", "order_by": "score"}, "order_by"),
         ({"query": "x", "include_context": "perhaps"}, "include_context"),
+        ({"query": "x", "mode": "hybrid", "debug": True}, "debug"),  # graph mode's block only
+        ({"query": "x", "mode": "graph", "debug": "loud"}, "debug"),
+        ({"query": "x", "mode": "graph", "feedback": False}, "feedback"),
     ],
 )
 def test_bad_input_is_400_with_the_field(corpus: Tenant, body: dict, field: str) -> None:
@@ -74,7 +77,7 @@ def test_bad_input_is_400_with_the_field(corpus: Tenant, body: dict, field: str)
         "🙂 ∑ ∂ 東京",
     ],
 )
-@pytest.mark.parametrize("mode", ["vector", "fulltext", "hybrid"])
+@pytest.mark.parametrize("mode", ["vector", "fulltext", "hybrid", "graph"])
 def test_hostile_query_text_is_only_text(corpus: Tenant, query: str, mode: str) -> None:
     before = node_count()
     response = search(corpus.client(corpus.read_key), corpus.project.id, query=query, mode=mode, top_k=5)

@@ -13,7 +13,7 @@ from tests.retrieval.helpers import ingest_now, search
 
 pytestmark = pytest.mark.django_db
 
-MODES = ["vector", "fulltext", "hybrid"]
+MODES = ["vector", "fulltext", "hybrid", "graph"]
 
 
 @pytest.fixture
