@@ -82,18 +82,22 @@ def test_the_debug_block_shows_linked_titles_seeds_and_the_graph(films) -> None:
     assert {"graph_load", "hybrid", "pagerank"} <= set(body["timings_ms"])
     assert "fallback" not in body
     # asked again, the graph comes from the cache; without `debug` there is no block
-    assert search(client, tenant.project.id, query=QUESTION, mode="graph", debug=True).json()["debug"]["graph"][
-        "cached"
-    ]
+    assert search(client, tenant.project.id, query=QUESTION, mode="graph", debug=True).json()["debug"][
+        "graph"
+    ]["cached"]
     assert "debug" not in search(client, tenant.project.id, query=QUESTION, mode="graph").json()
 
 
 def test_the_graph_follows_ingestion_and_deletion(films) -> None:  # type: ignore[no-untyped-def]
     tenant, ids = films
     client = tenant.client(tenant.read_key)
-    first = search(client, tenant.project.id, query=QUESTION, mode="graph", debug=True).json()["debug"]["graph"]
+    first = search(client, tenant.project.id, query=QUESTION, mode="graph", debug=True).json()["debug"][
+        "graph"
+    ]
     document_delete(project_id=tenant.project.id, document_id=ids["Marta Vell"])
-    after_delete = search(client, tenant.project.id, query=QUESTION, mode="graph", top_k=20, debug=True).json()
+    after_delete = search(
+        client, tenant.project.id, query=QUESTION, mode="graph", top_k=20, debug=True
+    ).json()
     assert after_delete["debug"]["graph"]["cached"] is False
     assert after_delete["debug"]["graph"]["version"] > first["version"]
     assert after_delete["debug"]["graph"]["chunks"] == first["chunks"] - 1
