@@ -3,7 +3,10 @@ titles they name), seeded with the titles the query names and hybrid's best chun
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from django.db import connection
 
 from knowledge.dto import DocumentInput
 from knowledge.services import document_delete
@@ -195,3 +198,41 @@ def test_a_document_filter_keeps_the_walk_inside_it(films) -> None:  # type: ign
     allowed = [ids["Marta Vell"], ids["Oskar Lind"]]
     ranked = _ranked(tenant, "graph", filters={"document_ids": allowed}, top_k=10)
     assert set(ranked) <= set(allowed) and ids["Marta Vell"] in ranked
+
+
+@pytest.mark.django_db(transaction=True)
+def test_graph_searches_while_the_project_changes_give_whole_answers() -> None:
+    """Documents naming the film come and go while graph searches run: every answer is a 200 with
+    distinct chunks of documents of the project, in score order."""
+    tenant = make_tenant("graph churn")
+    pid = tenant.project.id
+    ingest_now(pid, [FILM, DIRECTOR, *DISTRACTORS])
+    done, errors = threading.Event(), []
+
+    def churn() -> None:
+        try:
+            for n in range(5):
+                (new,) = ingest_now(
+                    pid, [_doc(f"Review {n}", f"Review {n} of Ember Harbor praises Marta Vell.")]
+                )
+                document_delete(project_id=pid, document_id=new)
+        except BaseException as exc:  # noqa: BLE001 (asserted on below)
+            errors.append(exc)
+        finally:
+            connection.close()
+            done.set()
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    client, answers = tenant.client(tenant.read_key), 0
+    while not done.is_set() or answers < 3:
+        response = search(client, pid, query=QUESTION, mode="graph", top_k=5)
+        assert response.status_code == 200, response.content[:300]
+        items = response.json()["items"]
+        assert len({i["chunk_id"] for i in items}) == len(items) >= 1
+        assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
+        answers += 1
+    worker.join()
+    assert errors == []
+    final = search(client, pid, query=QUESTION, mode="graph", top_k=20).json()["items"]
+    assert not any(i["document_name"].startswith("Review") for i in final)
