@@ -36,7 +36,7 @@ class ProviderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     knowledge_enabled: bool = True
-    mode: Literal["vector", "fulltext", "hybrid"] = "hybrid"
+    mode: Literal["vector", "fulltext", "hybrid", "graph"] = "hybrid"
     top_k: int = Field(default=5, ge=1, le=100)
     profile: str | None = Field(default=None, min_length=1)
     drift: bool = False

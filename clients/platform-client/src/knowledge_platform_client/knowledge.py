@@ -1,4 +1,4 @@
-"""Knowledge retrieval of one project: search (vector, fulltext, hybrid) and DRIFT search."""
+"""Knowledge retrieval of one project: search (vector, fulltext, hybrid, graph) and DRIFT search."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import Field
 from knowledge_platform_client._models import ApiModel
 from knowledge_platform_client.http import AsyncPlatformClient
 
-SearchMode = Literal["vector", "fulltext", "hybrid"]
+SearchMode = Literal["vector", "fulltext", "hybrid", "graph"]
 
 
 class ProjectInfo(ApiModel):
@@ -37,6 +37,10 @@ class SearchResult(ApiModel):
     took_ms: float
     timings_ms: dict[str, float] = Field(default_factory=dict)
     context: str | None = None  # seed 000's formatted blocks, when asked for
+    # mode graph: the mode that ranked instead ({"mode": "hybrid", "reason": ...}) when the project
+    # has no graph to walk, and what the walk linked and seeded when `debug` was asked for
+    fallback: dict[str, str] | None = None
+    debug: dict[str, Any] | None = None
 
 
 class Citation(ApiModel):
@@ -92,7 +96,9 @@ class KnowledgeClient:
         profile: str | None = None,
         filters: dict[str, Any] | None = None,
         include_context: bool = False,
+        debug: bool = False,
     ) -> SearchResult:
+        """`debug` (mode graph only) returns the titles the walk linked and the seeds it started from."""
         body: dict[str, Any] = {"query": query, "mode": mode, "top_k": top_k}
         if profile:
             body["profile"] = profile
@@ -100,6 +106,8 @@ class KnowledgeClient:
             body["filters"] = filters
         if include_context:
             body["include_context"] = True
+        if debug:
+            body["debug"] = True
         data = await self.client.request("POST", self.client.project_path("search"), json=body)
         return SearchResult.model_validate(data)
 
