@@ -175,10 +175,17 @@ CALL {
 RETURN count(d) AS finished
 """
 
+# A document another run of the batch finished meanwhile stays ready.
 DOCUMENTS_FAIL = """
 UNWIND $docs AS doc
 MATCH (d:Document {project_id: $project_id, id: doc.id})
+WHERE d.status IN ['pending', 'processing']
 SET d.status = 'failed', d.error = doc.error, d.updated_at = datetime()
+"""
+
+BATCH_WRITTEN = """
+MATCH (d:Document {project_id: $project_id}) WHERE d.id IN $ids
+RETURN count(d) AS total, count(CASE WHEN d.status = 'ready' THEN 1 END) AS ready
 """
 
 COMMUNITIES_MARK_STALE = "MATCH (c:Community {project_id: $project_id}) SET c.stale = true"

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from neo4j import ManagedTransaction
+from neo4j.exceptions import ConstraintError
 
 from core import graph
 from core.embeddings import get_embedder
@@ -256,11 +257,19 @@ def ingest_batch_run(*, batch_id: int) -> None:
         named = time.perf_counter()
         links = title_links(project_id, docs, chunks)
         timings["title_links"] = time.perf_counter() - named
-        graph.write_tx(
-            lambda tx: _write_batch(
-                tx, project_id, doc_rows, chunks, entities, mentions, relations, links, timings
+        try:
+            graph.write_tx(
+                lambda tx: _write_batch(
+                    tx, project_id, doc_rows, chunks, entities, mentions, relations, links, timings
+                )
             )
-        )
+        except ConstraintError:
+            # the same batch run twice at once (its task delivered again while it ran): the other
+            # run committed the same chunks first, and what it wrote stands
+            if _batch_written(project_id, [d["id"] for d in docs]):
+                logger.info("batch %s was written by another run meanwhile", batch.pk)
+                return
+            raise
         project_graph_changed(project_id=project_id)
         timings["writing"] = time.perf_counter() - clock
 
@@ -288,6 +297,11 @@ def ingest_batch_run(*, batch_id: int) -> None:
                 f"**{counts['chunks']}** chunks, **{counts['entities']}** entities",
             )
             _finish_job_if_done(job.pk)
+
+
+def _batch_written(project_id: str, document_ids: list[str]) -> bool:
+    row = graph.read(cypher.BATCH_WRITTEN, project_id=project_id, ids=document_ids)[0]
+    return bool(row["total"]) and row["ready"] == row["total"]
 
 
 def _extract_batch(docs: list[dict[str, Any]], chunks: list[dict[str, Any]]) -> dict[str, Extraction]:
