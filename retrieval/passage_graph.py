@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import igraph
@@ -45,19 +45,17 @@ ENTRY_SEED = 0.1
 
 @dataclass(frozen=True)
 class PassageGraph:
-    project_id: str
     version: int
     chunk_ids: list[str]
-    chunk_document: list[int]  # chunk row -> document row
+    rows: dict[str, int]  # chunk id -> row
     document_ids: list[str]
+    document_rows: dict[str, int]
     document_titles: list[str]
     document_chunks: list[list[int]]  # document row -> its chunk rows, in document order
     titles: TitleMatcher  # names of the documents that have chunks, case folded as for a query
     walk: igraph.Graph  # chunk rows 0..n-1, then the sink
     links: int  # title links between chunks and other documents
     build_ms: float
-    rows: dict[str, int] = field(default_factory=dict)  # chunk id -> row
-    document_rows: dict[str, int] = field(default_factory=dict)
 
     def pagerank(self, reset: np.ndarray, damping: float) -> np.ndarray:
         """PageRank of every chunk row, restarting at `reset` (one weight per chunk row)."""
@@ -126,19 +124,17 @@ def build(project_id: str, version: int) -> PassageGraph:
     walk = igraph.Graph(n=total + 1, edges=edges, directed=True)
     walk.es["weight"] = weights
     return PassageGraph(
-        project_id=project_id,
         version=version,
         chunk_ids=chunk_ids,
-        chunk_document=chunk_document,
+        rows=rows,
         document_ids=document_ids,
+        document_rows=document_rows,
         document_titles=document_titles,
         document_chunks=document_chunks,
         titles=TitleMatcher.of(dict(zip(document_ids, document_titles, strict=True)), fold_case=True),
         walk=walk,
         links=sum(len(d) for d in names.values()),
         build_ms=(time.perf_counter() - started) * 1000,
-        rows=rows,
-        document_rows=document_rows,
     )
 
 
