@@ -4,7 +4,8 @@ another document's title (knowledge/pipeline/titles.py says what counts as namin
 Two directions: the batch's new chunks against every title of the project (documents exist from
 submission on, so a title submitted with a later batch is already known), and chunks already stored
 against the batch's titles, found through the project's fulltext index (a phrase per title) and
-verified against the title's words and case.
+verified against every title of the project, so that a stored chunk naming "Inside the Room" is not
+linked to a new document titled "The Room".
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ def title_links(
         for document_id in matcher.mentioned(chunk["text"])
         if document_id != chunk["document_id"]
     }
-    links |= _stored_naming(project_id, {d["id"]: d["title"] or "" for d in docs})
+    links |= _stored_naming(project_id, {d["id"]: d["title"] or "" for d in docs}, matcher)
     return [{"chunk_id": c, "document_id": d} for c, d in sorted(links)]
 
 
-def _stored_naming(project_id: str, batch_titles: dict[str, str]) -> set[tuple[str, str]]:
+def _stored_naming(
+    project_id: str, batch_titles: dict[str, str], matcher: TitleMatcher
+) -> set[tuple[str, str]]:
     phrases = {" ".join(name) for title in batch_titles.values() for name in title_names(title)}
     if not phrases or not tenancy.project_fulltext_online(project_id):
         return set()
@@ -54,10 +57,9 @@ def _stored_naming(project_id: str, batch_titles: dict[str, str]) -> set[tuple[s
         project_id=project_id,
         document_ids=list(batch_titles),
     )
-    matcher = TitleMatcher.of(batch_titles)
     return {
         (r["chunk_id"], d)
         for r in rows
         for d in matcher.mentioned(str(r["text"] or ""))
-        if d != r["document_id"]
+        if d in batch_titles and d != r["document_id"]
     }

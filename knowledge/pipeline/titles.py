@@ -6,6 +6,10 @@ A one-word name ("Paris", "Green", "It") is found only capitalised and not as a 
 word, where any word is capitalised: "Green" in "the green door" or "It" in "It rained" names nothing.
 A search query is matched with `fold_case`: names of two words or more in any case (people type
 "the godfather part ii"), one-word names as in text.
+
+Names are read leftmost-longest, as a gazetteer reads them: where a name starts, the longest one found
+there is taken and reading goes on after it, so a name inside a longer one names nothing. "Inside the
+Room" does not also name "The Room", nor "A Romance of Seville" the city.
 """
 
 from __future__ import annotations
@@ -69,22 +73,33 @@ class TitleMatcher:
         return found
 
     def matches(self, text: str) -> list[tuple[str, set[str]]]:
-        """Each name `text` holds, as written there, with the ids of the documents it names; in
-        the order found, longer names first where they start at the same word."""
+        """Each name `text` holds, leftmost-longest, as written there, with the ids of the documents
+        it names; in the order found."""
         if not self._by_name:
             return []
         spans = list(_WORD.finditer(text))
         words = [m.group(0) for m in spans]
         found: list[tuple[str, set[str]]] = []
-        for start in range(len(words)):
-            for length in range(min(self._longest, len(words) - start), 0, -1):
-                ids = self._by_name.get(self._key(tuple(words[start : start + length])))
-                if ids is None:
-                    continue
-                if length == 1 and not _proper_word(words[start], text, spans[start].start()):
-                    continue
-                found.append((text[spans[start].start() : spans[start + length - 1].end()], set(ids)))
+        start = 0
+        while start < len(words):
+            length = self._longest_at(words, start, text, spans[start].start())
+            if not length:
+                start += 1
+                continue
+            ids = self._by_name[self._key(tuple(words[start : start + length]))]
+            found.append((text[spans[start].start() : spans[start + length - 1].end()], set(ids)))
+            start += length
         return found
+
+    def _longest_at(self, words: list[str], start: int, text: str, position: int) -> int:
+        """Words in the longest name starting at `words[start]`; 0 when none does."""
+        for length in range(min(self._longest, len(words) - start), 0, -1):
+            if self._key(tuple(words[start : start + length])) not in self._by_name:
+                continue
+            if length == 1 and not _proper_word(words[start], text, position):
+                continue
+            return length
+        return 0
 
 
 def _proper_word(word: str, text: str, position: int) -> bool:

@@ -67,3 +67,13 @@ def test_a_title_in_another_project_links_nothing() -> None:
         "MATCH (c:Chunk)-[:NAMES]->(d:Document) WHERE c.project_id <> d.project_id RETURN count(*) AS n"
     )
     assert crossing == [{"n": 0}]
+
+
+def test_a_title_inside_a_longer_title_links_nothing_whichever_came_first() -> None:
+    tenant = make_tenant("nested titles")
+    pid = tenant.project.id
+    review = _doc("Film review", "Critics praised A Romance of Seville when it opened in 1929.")
+    ingest_now(pid, [review, _doc("A Romance of Seville", "A Romance of Seville is a 1929 British film.")])
+    # "Seville" comes later: the stored chunk names the longer title, not this one
+    ingest_now(pid, [_doc("Seville", "Seville is the capital of Andalusia.")])
+    assert _links(pid) == {("Film review", "A Romance of Seville")}

@@ -14,6 +14,10 @@ TITLES = {
     "d-mercury-planet": "Mercury",
     "d-mercury-element": "Mercury",
     "d-abbey": "St. Maurice's Abbey",
+    "d-room": "The Room",
+    "d-inside": "Inside the Room",
+    "d-seville": "Seville",
+    "d-romance": "A Romance of Seville",
 }
 
 
@@ -55,11 +59,25 @@ def test_one_name_may_title_several_documents() -> None:
 def test_a_query_names_multi_word_titles_in_any_case_and_says_where() -> None:
     matcher = TitleMatcher.of(TITLES, fold_case=True)
     assert matcher.matches("who succeeded lothair ii in lotharingia?") == [("lothair ii", {"d-lothair"})]
-    # the longest name first where several start at the same word
-    assert matcher.matches("Who directed Cold War (film)?") == [
-        ("Cold War (film", {"d-film"}),
-        ("Cold War", {"d-film", "d-war"}),
-    ]
+    # the longest name where several start at the same word, and only that one
+    assert matcher.matches("Who directed Cold War (film)?") == [("Cold War (film", {"d-film"})]
     # one-word names still stand as names only
     assert matcher.matches("what is green and sold in paris?") == []
     assert matcher.matches("Is Green sold in Paris?") == [("Green", {"d-green"}), ("Paris", {"d-paris"})]
+
+
+def test_a_name_inside_a_longer_name_names_nothing() -> None:
+    matcher = TitleMatcher.of(TITLES)
+    assert matcher.mentioned("She starred in Inside the Room in 1935.") == {"d-inside"}
+    assert matcher.mentioned("She starred in The Room and in A Romance of Seville.") == {
+        "d-room",
+        "d-romance",
+    }
+    assert matcher.mentioned("She was born in Seville.") == {"d-seville"}
+    query = TitleMatcher.of(TITLES, fold_case=True)
+    assert query.matches("Which came first, Inside The Room or A Romance Of Seville?") == [
+        ("Inside The Room", {"d-inside"}),
+        ("A Romance Of Seville", {"d-romance"}),
+    ]
+    # a one-word name that does not stand as a name does not hide a name starting after it
+    assert matcher.mentioned("It rained on The Room.") == {"d-room"}
