@@ -172,7 +172,7 @@ def _fusion_sweep(
             out.append([titles[c.chunk_id] for c in fused])
         return out
 
-    from retrieval.retrievers import fuse
+    from retrieval.search_core import fuse
 
     # hybrid as the API ranks it without its feedback round (the platform's default fusion)
     sweep: dict[str, dict[str, float]] = {"default fusion, no feedback": _recalls(ranked(fuse), questions)}

@@ -1,17 +1,17 @@
 """Reads of the memory app: search across the hierarchy, list, get.
 
 Search modes (seed 000's rules): `vector` (cosine to the query embedding), `fulltext` (BM25),
-`hybrid` (both, min-max linear fusion as for documents), `recency` (newest first; the mode when the
+`hybrid` (both, fused as for documents: retrieval/search_core.py), `recency` (newest first; the mode when the
 query is blank). Vector search is tenant-correct as for chunks: scopes up to MEMORY_EXACT_SCAN_MAX
 memories are scanned exactly, larger ones go through the shared index, over-fetched by the
-database-to-scope ratio and re-checked, falling back to the exact scan when too few survive.
+database-to-scope ratio and re-checked, falling back to the exact scan when too few survive
+(retrieval/search_core.py, as for chunks).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,7 +26,7 @@ from memory import cypher
 from memory.dto import MemoryItem, MemorySearchResult
 from memory.indexes import ensure_memory_indexes
 from memory.scope import SCOPE_KEYS, Scope, lucene_filter
-from retrieval import fusion, lucene
+from retrieval import lucene, search_core
 from retrieval.dto import Candidate
 
 Hits = list[Candidate]
@@ -66,39 +66,33 @@ class _Search:
         if size == 0:
             return []
         vector = self.vector()
-        if size > settings.MEMORY_EXACT_SCAN_MAX:
-            total = graph.read("MATCH (m:Memory) RETURN count(m) AS n")[0]["n"]
-            fetch = min(
-                settings.RETRIEVAL_MAX_INDEX_CANDIDATES,
-                max(limit, math.ceil(limit * max(total, size) / size * settings.RETRIEVAL_OVERFETCH)),
+
+        def exact() -> Hits:
+            query = cypher.VECTOR_EXACT.format(scope=where)
+            return _hits(self._timed("vector", query, vector=vector, limit=limit, **self.scope.params()))
+
+        if size <= settings.MEMORY_EXACT_SCAN_MAX:
+            return exact()
+
+        def index_query(fetch: int) -> Hits:
+            rows = self._timed(
+                "vector_index",  # approximate (HNSW), over-fetched and filtered to the scope
+                cypher.VECTOR_INDEX_QUERY.format(scope=where),
+                index=cypher.VECTOR_INDEX,
+                fetch=fetch,
+                vector=vector,
+                limit=limit,
+                **self.scope.params(),
             )
-            query = cypher.VECTOR_INDEX_QUERY.format(scope=where)
-            while True:
-                try:
-                    rows = self._timed(
-                        "vector_index",  # approximate (HNSW), over-fetched and filtered to the scope
-                        query,
-                        index=cypher.VECTOR_INDEX,
-                        fetch=fetch,
-                        vector=vector,
-                        limit=limit,
-                        **self.scope.params(),
-                    )
-                except ClientError:
-                    break
-                if len(rows) >= min(limit, size):
-                    return _hits(rows)
-                if fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
-                    break
-                fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, fetch * 4)
-        rows = self._timed(
-            "vector",
-            cypher.VECTOR_EXACT.format(scope=where),
-            vector=vector,
-            limit=limit,
-            **self.scope.params(),
-        )
-        return _hits(rows)
+            return _hits(rows)
+
+        total = graph.read("MATCH (m:Memory) RETURN count(m) AS n")[0]["n"]
+        try:
+            return search_core.over_fetched(
+                index_query, exact, limit=limit, population=max(total, size), size=size
+            )
+        except ClientError:  # the index is not online (yet): the exact scan is always right
+            return exact()
 
     def fulltext_memories(self, limit: int) -> Hits:
         return self._fulltext(cypher.FULLTEXT_INDEX, self.scope, "", limit)
@@ -107,8 +101,9 @@ class _Search:
         terms = lucene.query_terms(self.query, max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS)
         if not terms:
             return []
-        text = "text:(" + " OR ".join(lucene.escape(t) for t in terms) + ")"
-        expression = f"{text} AND {lucene_filter(self.project_id, scope)}"
+        expression = (
+            f"{lucene.chunk_query(terms, project_id=None)} AND {lucene_filter(self.project_id, scope)}"
+        )
         query = cypher.FULLTEXT.format(scope=scope.visible_where("m"), extra=extra)
         # the scope is inside the Lucene query, so the first hits are the scope's: no over-fetch
         rows = self._timed(
@@ -144,7 +139,7 @@ class _Search:
         # the fulltext query runs while the query is embedded and the vectors are scanned
         text_future = _pool.submit(self.fulltext_memories, depth)
         vector_hits = self.vector_memories(depth)
-        return _fuse(vector_hits, text_future.result())[:limit]
+        return search_core.fuse(vector_hits, text_future.result())[:limit]
 
     # --- summaries, facts, preferences ---
 
@@ -184,16 +179,11 @@ class _Search:
             return vector_hits
         if mode == "fulltext":
             return text_hits[:limit]
-        return _fuse(vector_hits, text_hits)[:limit]
+        return search_core.fuse(vector_hits, text_hits)[:limit]
 
 
 def _hits(rows: list[dict[str, Any]]) -> Hits:
     return [Candidate(str(r["id"]), float(r["score"])) for r in rows]
-
-
-def _fuse(vector_hits: Hits, text_hits: Hits) -> Hits:
-    alpha = settings.RETRIEVAL_HYBRID_ALPHA
-    return fusion.linear([vector_hits, text_hits], weights=[alpha, 1 - alpha], normalise="minmax")
 
 
 def _scope_of(row: dict[str, Any]) -> dict[str, str | None]:

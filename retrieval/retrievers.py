@@ -22,7 +22,7 @@ from neo4j.exceptions import ClientError
 
 from core import graph
 from core.graph import tenancy
-from retrieval import cypher, fusion, lucene, passage_graph
+from retrieval import cypher, lucene, passage_graph, search_core
 from retrieval.dto import Candidate, Scope
 
 # Lucene rejects boolean queries with more than 1024 clauses; above this many document ids the
@@ -156,20 +156,22 @@ class VectorRetriever(Retriever):
     def _index(
         self, index: str, population: int, size: int, vector: list[float], limit: int
     ) -> list[Candidate]:
-        # over-fetch by the scope's share of the index, and a little more in any case: the index
-        # ranks on quantised vectors, the exact re-scoring of the candidates restores the order
-        fetch = max(
-            settings.RETRIEVAL_INDEX_MIN_CANDIDATES,
-            math.ceil(limit * population / size * settings.RETRIEVAL_OVERFETCH),
-        )
-        while fetch <= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
-            rows = graph.read(
-                cypher.VECTOR_INDEX, index=index, fetch=fetch, vector=vector, limit=limit, **self._params()
+        # the index ranks on quantised vectors: its candidates are re-scored exactly in the query
+        def index_query(fetch: int) -> list[Candidate]:
+            return _candidates(
+                graph.read(
+                    cypher.VECTOR_INDEX,
+                    index=index,
+                    fetch=fetch,
+                    vector=vector,
+                    limit=limit,
+                    **self._params(),
+                )
             )
-            if len(rows) >= min(limit, size) or fetch >= population:
-                return _candidates(rows)
-            fetch *= 4
-        return self._exact(vector, limit)
+
+        return search_core.over_fetched(
+            index_query, lambda: self._exact(vector, limit), limit=limit, population=population, size=size
+        )
 
     def _exact(self, vector: list[float], limit: int) -> list[Candidate]:
         return _candidates(graph.read(cypher.VECTOR_EXACT, vector=vector, limit=limit, **self._params()))
@@ -301,7 +303,7 @@ class HybridRetriever(Retriever):
         # not embedded yet) and runs the vector query
         fulltext = _pool.submit(self.fulltext.search, query, limit=depth)
         by_vector = self.vector.search(query, limit=depth)
-        return fuse(by_vector, fulltext.result())
+        return search_core.fuse(by_vector, fulltext.result())
 
     def _feedback(self, query: Query, best: Candidate, depth: int) -> list[Candidate] | None:
         rows = graph.read(cypher.FEEDBACK_SOURCE, chunk_id=best.chunk_id, project_id=self.scope.project_id)
@@ -336,13 +338,6 @@ def pin(kept: list[Candidate], ranked: list[Candidate]) -> list[Candidate]:
 def hybrid_depth(limit: int) -> int:
     """How many candidates each retriever gives a hybrid search of `limit` results."""
     return max(limit, settings.RETRIEVAL_HYBRID_CANDIDATES)
-
-
-def fuse(by_vector: list[Candidate], by_text: list[Candidate]) -> list[Candidate]:
-    if settings.RETRIEVAL_HYBRID_FUSION == "rrf":
-        return fusion.reciprocal_rank([by_vector, by_text], k=settings.RETRIEVAL_RRF_K)
-    alpha = settings.RETRIEVAL_HYBRID_ALPHA
-    return fusion.linear([by_vector, by_text], weights=[alpha, 1 - alpha], normalise="minmax")
 
 
 class GraphRetriever(Retriever):

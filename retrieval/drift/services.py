@@ -38,9 +38,9 @@ from retrieval.retrievers import (
     HybridRetriever,
     Query,
     VectorRetriever,
-    fuse,
     hybrid_depth,
 )
+from retrieval.search_core import fuse
 
 logger = logging.getLogger("retrieval.drift")
 

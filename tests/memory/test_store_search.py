@@ -349,3 +349,40 @@ def test_vector_search_of_a_large_scope_goes_through_the_index_and_matches_the_e
     stored = np.asarray([r["e"] for r in rows], dtype=np.float32)
     exact = {rows[i]["id"] for i in np.argsort(-(stored @ q / np.linalg.norm(q)))[:10]}
     assert len({item["id"] for item in body["items"]} & exact) >= 9
+
+
+@pytest.mark.parametrize("fusion_kind", ["linear", "rrf"])
+def test_hybrid_memory_search_fuses_as_the_fusion_setting_says(settings, fusion_kind: str) -> None:  # type: ignore[no-untyped-def]
+    from retrieval import fusion
+    from retrieval.dto import Candidate
+
+    settings.RETRIEVAL_HYBRID_FUSION = fusion_kind
+    tenant = make_tenant(f"mem-fusion-{fusion_kind}")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    texts = [
+        "The train to Lyon leaves at nine from platform four.",
+        "I booked a train ticket to Lyon for my sister.",
+        "Lyon has the best food markets, said my sister.",
+        "Platform four was closed, so the nine o'clock train left late.",
+        "My sister prefers the night bus to any train.",
+        "We ate at a market stall near the station in Lyon.",
+        "The bus station is next to the market.",
+        "I lost my ticket on the way to the station.",
+    ]
+    store(client, pid, [user(t) for t in texts], user_id="u1")
+    query = "which train to Lyon did my sister take"
+
+    def ranking(mode: str) -> list[Candidate]:
+        body = msearch(client, pid, query, {"user_id": "u1"}, mode=mode, top_k=50, depth="messages").json()
+        return [Candidate(i["id"], i["score"]) for i in body["items"]]
+
+    by_vector, by_text = ranking("vector"), ranking("fulltext")
+    rrf = [c.chunk_id for c in fusion.reciprocal_rank([by_vector, by_text], k=settings.RETRIEVAL_RRF_K)]
+    alpha = settings.RETRIEVAL_HYBRID_ALPHA
+    linear = [
+        c.chunk_id
+        for c in fusion.linear([by_vector, by_text], weights=[alpha, 1 - alpha], normalise="minmax")
+    ]
+    assert rrf != linear  # the two fusions rank these memories differently: the setting is visible
+    hybrid = [c.chunk_id for c in ranking("hybrid")]
+    assert hybrid == (rrf if fusion_kind == "rrf" else linear)
