@@ -348,11 +348,17 @@ class GraphRetriever(Retriever):
 
     name = "graph"
 
-    def __init__(self, *, scope: Scope) -> None:
+    def __init__(self, *, scope: Scope, feedback: bool | None = None) -> None:
         super().__init__(scope=scope)
-        self.hybrid = HybridRetriever(scope=scope)
+        self.hybrid = HybridRetriever(scope=scope, feedback=feedback)
 
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
+        ranked = self.hybrid.search(query, limit=hybrid_depth(limit))
+        return self.walk(query, ranked, limit=limit)
+
+    def walk(self, query: Query, ranked: list[Candidate], *, limit: int) -> list[Candidate]:
+        """`ranked` (a fused ranking of this scope) re-ranked by the walk seeded with it and with the
+        titles `query.text` names; `ranked` itself where the project has no graph to walk."""
         started = time.perf_counter()
         passages, cached = passage_graph.passage_graph(self.scope.project_id)
         query.timings_ms["graph_load"] = (time.perf_counter() - started) * 1000
@@ -363,13 +369,12 @@ class GraphRetriever(Retriever):
             "cached": cached,
             "build_ms": round(passages.build_ms, 2),
         }
-        ranked = self.hybrid.search(query, limit=hybrid_depth(limit))
         if passages.links == 0:
             query.fallback = {
                 "mode": "hybrid",
                 "reason": "no chunk of this project names another document's title yet: no graph to walk",
             }
-            return ranked
+            return ranked[:limit]
         started = time.perf_counter()
         documents = (
             None
@@ -379,7 +384,7 @@ class GraphRetriever(Retriever):
         seeds = passage_graph.seeds(passages, query.text, ranked, documents=documents)
         query.debug["linked"] = seeds.linked
         if not seeds.reset.any():
-            return ranked
+            return ranked[:limit]
         ranks = passages.pagerank(seeds.reset, settings.RETRIEVAL_GRAPH_DAMPING)
         query.debug["seeds"] = [
             {"chunk_id": passages.chunk_ids[row], "weight": round(float(seeds.reset[row]), 4), "from": origin}
@@ -394,7 +399,7 @@ class GraphRetriever(Retriever):
             if allowed is None or row in allowed:
                 walked.append(Candidate(chunk_id=passages.chunk_ids[row], score=float(ranks[row]) / best))
         query.timings_ms["pagerank"] = (time.perf_counter() - started) * 1000
-        return pin(walked, ranked)
+        return pin(walked, ranked)[:limit]
 
     def _allowed(self, passages: passage_graph.PassageGraph, documents: set[int] | None) -> set[int] | None:
         """Chunk rows the scope allows; None: all of them."""

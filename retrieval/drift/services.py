@@ -35,7 +35,7 @@ from retrieval.drift.strategies import Strategy, strategy_for
 from retrieval.dto import Candidate, Scope
 from retrieval.retrievers import (
     FulltextRetriever,
-    HybridRetriever,
+    GraphRetriever,
     Query,
     VectorRetriever,
     hybrid_depth,
@@ -43,6 +43,10 @@ from retrieval.retrievers import (
 from retrieval.search_core import fuse
 
 logger = logging.getLogger("retrieval.drift")
+
+# Chunks of the question's own search (extractive mode): evidence, and the best of them expand the query.
+EVIDENCE_CHUNKS = 5
+EXPANSION_CHUNKS = 3
 
 _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="drift")
 
@@ -147,12 +151,14 @@ def _pipeline(
     checked = _pool.submit(contextvars.copy_context().run, question_check)
     hits: list[ChunkInfo] = []
     if run.strategy.mode == "extractive":
-        # DRIFT's expansion is itself the feedback step: hybrid's own feedback round is not run here
-        found = HybridRetriever(scope=Scope(project_id=project_id), feedback=False).search(
-            Query(text=query, embed=embedder.embed_one), limit=3
+        # the question's own graph search: its best chunks expand the query and stand as evidence
+        # beside the follow-ups' answers. DRIFT's expansion is itself a feedback step: hybrid's own
+        # feedback round is not run here
+        found = GraphRetriever(scope=Scope(project_id=project_id), feedback=False).search(
+            Query(text=query, embed=embedder.embed_one), limit=EVIDENCE_CHUNKS
         )
         hits = _hydrate(run, [(c.chunk_id, c.score) for c in found])
-    expansion = run.strategy.expand(query, hits=hits)
+    expansion = run.strategy.expand(query, hits=hits[:EXPANSION_CHUNKS])
     run.timed("expanding_query", t)
     t = time.perf_counter()
     query_vector, relevant = checked.result()
@@ -184,7 +190,7 @@ def _pipeline(
     )
     run.remember([chunk for chunks in samples.values() for chunk in chunks])
     if not communities:  # no community graph (yet): the project's closest chunks stand in
-        found = HybridRetriever(scope=Scope(project_id=project_id), feedback=False).search(
+        found = GraphRetriever(scope=Scope(project_id=project_id), feedback=False).search(
             Query(text=query, embed=embedder.embed_one, _vector=vector),
             limit=settings.DRIFT_SAMPLE_CHUNKS * 2,
         )
@@ -207,6 +213,7 @@ def _pipeline(
             selectors.community_scope, project_id=project_id, community_ids=[com.id]
         )
     primer = run.strategy.primer(query, communities, samples, max_followups=max_followups)
+    primer.evidence = hits
     run.timed("primer", t)
     if not communities:
         for f in primer.followups:
@@ -416,14 +423,17 @@ def _lexical(run: _Run, followup: Followup) -> tuple[Scope, list[Candidate]]:
 def _followup(
     run: _Run, followup: Followup, lexical: Future[tuple[Scope, list[Candidate]]]
 ) -> FollowupResult:
-    """Scoped retrieval (vector + the fulltext candidates found meanwhile, fused as a hybrid search
-    fuses them) over the target communities' chunks, neighbourhood expansion, then the local answer."""
+    """Scoped retrieval over the target communities' chunks as graph mode ranks (vector + the
+    fulltext candidates found meanwhile, fused as a hybrid search fuses them, then walked from the
+    titles the follow-up names and those hits), neighbourhood expansion, then the local answer."""
     project_id = run.project_id
     scope, by_text = lexical.result()
     assert followup.vector is not None
     q = Query(text=followup.text, embed=lambda _t: [], _vector=followup.vector)
     by_vector = VectorRetriever(scope=scope).search(q, limit=hybrid_depth(settings.DRIFT_FOLLOWUP_CHUNKS))
-    found = fuse(by_vector, by_text)[: settings.DRIFT_FOLLOWUP_CHUNKS]
+    found = GraphRetriever(scope=scope).walk(
+        q, fuse(by_vector, by_text), limit=settings.DRIFT_FOLLOWUP_CHUNKS
+    )
     score = {c.chunk_id: c.score for c in found}
     # texts, neighbourhoods and neighbour texts in one round trip
     infos, hoods, neighbour_infos = selectors.followup_context(project_id=project_id, chunk_ids=list(score))

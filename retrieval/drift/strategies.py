@@ -43,6 +43,8 @@ class Aggregate:
 class Primer:
     initial_answer: str
     followups: list[Followup]
+    # the question's own graph search (extractive mode), evidence beside the follow-ups' answers
+    evidence: list[ChunkInfo] = field(default_factory=list)
 
 
 @dataclass
@@ -228,14 +230,36 @@ def _answers_as_facts(primer: Primer, results: list[FollowupResult]) -> Aggregat
 # --- without an LLM -------------------------------------------------------------------------------------
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+# markdown a chunk may hold: headings, list and quote markers, emphasis, code ticks, links and images
+_LINE_MARK = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)", re.MULTILINE)
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"(\*{1,3}|_{2,3}|`+|~~)(?=\S)(.+?)(?<=\S)\1")
+_RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$|^\s*\|.*\|\s*$", re.MULTILINE)
+
+
+def _plain(text: str) -> str:
+    """`text` without markdown syntax: what a reader of the rendered text sees."""
+    text = _RULE.sub(" ", text)
+    text = _LINE_MARK.sub("", text)
+    text = _LINK.sub(r"\1", text)
+    return _EMPHASIS.sub(r"\2", text)
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if len(s.strip()) > 15]
+    return [s.strip() for s in _SENTENCE.split(" ".join(_plain(text).split())) if len(s.strip()) > 15]
+
+
+def _stem(token: str) -> str:
+    return token.rstrip("s") if len(token) > 3 else token
 
 
 def _terms(text: str) -> set[str]:
-    return {t.rstrip("s") if len(t) > 3 else t for t in query_terms(text, max_terms=256)}
+    return {_stem(t) for t in query_terms(text, max_terms=256)}
+
+
+def _words_missing(query: str, covered: set[str]) -> list[str]:
+    """The question's own words (not their stems) that nothing in `covered` matches."""
+    return [t for t in query_terms(query, max_terms=256) if _stem(t) not in covered]
 
 
 @dataclass
@@ -263,6 +287,11 @@ def _best_sentences(query_terms_: set[str], chunks: list[ChunkInfo], limit: int)
         if len(out) >= limit:
             break
     return out
+
+
+# What a follow-up's citation and the share of the question's terms add to a key fact's support.
+FOLLOWUP_WEIGHT = 0.1
+QUESTION_WEIGHT = 0.5
 
 
 class ExtractiveStrategy(Strategy):
@@ -329,20 +358,34 @@ class ExtractiveStrategy(Strategy):
     def aggregate(
         self, query: str, primer: Primer, results: list[FollowupResult], *, known: dict[str, ChunkInfo]
     ) -> Aggregate:
+        """Key facts: the best sentence of each chunk the question's own search found and the
+        sentences the follow-ups cited, ordered by support. A sentence's support adds what found it:
+        1 / (1 + rank) for the search's chunk at that rank (as reciprocal-rank fusion weighs ranks),
+        FOLLOWUP_WEIGHT x the coverage of each follow-up that cited it; then QUESTION_WEIGHT x the
+        share of the question's terms it holds. The search walks the passage graph, so its second
+        chunk is often the second hop, whose sentences need not share a word with the question."""
         wanted = _terms(query)
-        pool: dict[str, tuple[float, list[str | None]]] = {}
-        for result in results:
+        found_by: dict[str, dict[str, float]] = {}  # sentence -> what found it -> its weight
+        cited: dict[str, list[str | None]] = {}
+        for rank, chunk in enumerate(primer.evidence):
+            for s in _best_sentences(wanted, [chunk], 1):
+                found_by.setdefault(s.text, {})["search"] = 1.0 / (1 + rank)
+                cited.setdefault(s.text, []).append(chunk.chunk_id)
+        for n, result in enumerate(results):
             for citation in result.citations:
                 sentence = citation["span"]
-                score = len(wanted & _terms(sentence)) / max(1, len(wanted)) + 0.1 * result.confidence
-                held = pool.get(sentence)
-                ids = [citation["chunk_id"]] if held is None else [*held[1], citation["chunk_id"]]
-                pool[sentence] = (max(score, held[0] if held else 0.0), list(dict.fromkeys(ids)))
-        ranked = sorted(pool.items(), key=lambda kv: -kv[1][0])[: settings.DRIFT_KEY_FACTS]
-        facts = [(text, ids) for text, (_score, ids) in ranked]
+                found_by.setdefault(sentence, {})[f"followup {n}"] = FOLLOWUP_WEIGHT * result.confidence
+                cited.setdefault(sentence, []).append(citation["chunk_id"])
+
+        def support(sentence: str) -> float:
+            overlap = len(wanted & _terms(sentence)) / max(1, len(wanted))
+            return sum(found_by[sentence].values()) + QUESTION_WEIGHT * overlap
+
+        ranked = sorted(found_by, key=lambda sentence: -support(sentence))[: settings.DRIFT_KEY_FACTS]
+        facts = [(sentence, list(dict.fromkeys(cited[sentence]))) for sentence in ranked]
         final = " ".join(text for text, _ids in facts[:2]) or primer.initial_answer
         covered = set().union(*(_terms(text) for text, _ids in facts)) if facts else set()
-        missing = sorted(wanted - covered)
+        missing = _words_missing(query, covered)
         residual = (
             "Extractive answer (no LLM configured): the key facts are sentences quoted from the sources."
             + (f" Not found in the evidence: {', '.join(missing[:10])}." if missing else "")
