@@ -27,7 +27,7 @@ import httpx
 import psutil
 
 from bench.rows import row
-from core.runtime import free_port, start_neo4j, start_redis
+from core.runtime import free_ports, start_neo4j, start_redis
 
 REPO = Path(__file__).resolve().parent.parent
 # Every platform a bench starts runs its embedded Neo4j and Redis with these passwords (as `make run`
@@ -74,7 +74,7 @@ def _role(proc: psutil.Process) -> str | None:
 
 class PlatformRun:
     def __init__(self, var_dir: Path, **extra_env: str) -> None:
-        self.ports = {"neo4j": free_port(), "redis": free_port(), "web": free_port()}
+        self.ports = dict(zip(("neo4j", "redis", "web"), free_ports(3), strict=True))
         env = {k: v for k, v in os.environ.items() if k not in ("NEO4J_URI", "REDIS_URL")}
         env.update(
             VAR_DIR=str(var_dir),

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from rest_framework.test import APIClient
 
 from core import graph
 from core.dto import IssuedApiKey, ProjectData
+from core.redis_client import get_redis
 from core.services import api_key_create, project_create
 from tests.support.openai_server import FakeOpenAI
 
@@ -87,6 +89,17 @@ def _forget_probes() -> None:
         keys = list(client.scan_iter("probe:*", count=1000))
         if keys:
             client.delete(*keys)
+
+
+@pytest.fixture
+def unconsumed_ingest_queue(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """Ingestion tasks this test's commits queue go to a queue no worker reads (the test ingests in
+    its own process, and no worker runs another copy); the queue is removed afterwards."""
+    settings.INGEST_QUEUE = f"unconsumed-{uuid.uuid4().hex[:8]}"
+    try:
+        yield settings.INGEST_QUEUE
+    finally:
+        get_redis().delete(settings.INGEST_QUEUE)
 
 
 @pytest.fixture

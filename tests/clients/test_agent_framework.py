@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ from knowledge_platform_client import (
 from openai import AsyncOpenAI
 from pydantic import ValidationError
 
-from core.redis_client import get_redis
 from core.runtime import free_port
 from tests.clients.conftest import Platform
 from tests.conftest import Tenant, worker_env
@@ -166,25 +164,15 @@ async def test_a_provider_not_entered_says_so(chat: OpenAIChatCompletionClient) 
 
 
 @pytest.fixture
-def corpus(settings, client_tenant: Tenant) -> Iterator[list[str]]:  # type: ignore[no-untyped-def]
-    """The small retrieval corpus ingested (in this process) and clustered into the client tenant;
-    the ingestion tasks its commit queues go to a queue no worker reads, removed afterwards."""
-    settings.INGEST_QUEUE = f"unconsumed-{uuid.uuid4().hex[:8]}"
-    try:
-        yield ingest_with_communities(client_tenant.project.id)
-    finally:
-        get_redis().delete(settings.INGEST_QUEUE)
+def corpus(unconsumed_ingest_queue: str, client_tenant: Tenant) -> list[str]:
+    """The small retrieval corpus ingested (in this process) and clustered into the client tenant."""
+    return ingest_with_communities(client_tenant.project.id)
 
 
 @pytest.fixture
-def sourdough_elsewhere(settings, other_tenant: Tenant) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def sourdough_elsewhere(unconsumed_ingest_queue: str, other_tenant: Tenant) -> None:
     """The other tenant's project holds only the sourdough text."""
-    settings.INGEST_QUEUE = f"unconsumed-{uuid.uuid4().hex[:8]}"
-    try:
-        ingest_now(other_tenant.project.id, [DOCS[2]])
-        yield
-    finally:
-        get_redis().delete(settings.INGEST_QUEUE)
+    ingest_now(other_tenant.project.id, [DOCS[2]])
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import httpx
 import psutil
 import pytest
 
-from core.runtime import free_port
+from core.runtime import free_port, free_ports
 from tests.support.processes import REPO, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -80,7 +80,7 @@ class Platform:
 
 
 def _ports() -> dict[str, int]:
-    return {"neo4j": free_port(), "redis": free_port(), "web": free_port()}
+    return dict(zip(("neo4j", "redis", "web"), free_ports(3), strict=True))
 
 
 # Above the suite's 300 s: the waits below add up to about 860 s in the worst case (two starts of

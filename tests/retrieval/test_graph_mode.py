@@ -4,7 +4,6 @@ titles they name), seeded with the titles the query names and hybrid's best chun
 from __future__ import annotations
 
 import threading
-import uuid
 
 import pytest
 from django.db import connection
@@ -202,10 +201,10 @@ def test_a_document_filter_keeps_the_walk_inside_it(films) -> None:  # type: ign
 
 
 @pytest.mark.django_db(transaction=True)
-def test_graph_searches_while_the_project_changes_give_whole_answers(settings) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("unconsumed_ingest_queue")  # ingested here, not by a worker
+def test_graph_searches_while_the_project_changes_give_whole_answers() -> None:
     """Documents naming the film come and go while graph searches run: every answer is a 200 with
     distinct chunks of documents of the project, in score order."""
-    settings.INGEST_QUEUE = f"unconsumed-{uuid.uuid4().hex[:8]}"  # ingested here, not by a worker
     tenant = make_tenant("graph churn")
     pid = tenant.project.id
     ingest_now(pid, [FILM, DIRECTOR, *DISTRACTORS])
