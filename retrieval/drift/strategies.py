@@ -231,6 +231,7 @@ def _answers_as_facts(primer: Primer, results: list[FollowupResult]) -> Aggregat
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 # markdown a chunk may hold: headings, list and quote markers, emphasis, code ticks, links and images
+# (their text kept); horizontal rules and table rows (dropped whole, table text is no sentence)
 _LINE_MARK = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)", re.MULTILINE)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*{1,3}|_{2,3}|`+|~~)(?=\S)(.+?)(?<=\S)\1")

@@ -17,6 +17,8 @@ from memory.indexes import (
     forget_ready,
     version_supports_vectors,
 )
+from retrieval import fusion
+from retrieval.dto import Candidate
 from tests.conftest import make_tenant
 from tests.memory.helpers import assistant, count, msearch, store, user
 
@@ -353,9 +355,6 @@ def test_vector_search_of_a_large_scope_goes_through_the_index_and_matches_the_e
 
 @pytest.mark.parametrize("fusion_kind", ["linear", "rrf"])
 def test_hybrid_memory_search_fuses_as_the_fusion_setting_says(settings, fusion_kind: str) -> None:  # type: ignore[no-untyped-def]
-    from retrieval import fusion
-    from retrieval.dto import Candidate
-
     settings.RETRIEVAL_HYBRID_FUSION = fusion_kind
     tenant = make_tenant(f"mem-fusion-{fusion_kind}")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
