@@ -334,7 +334,7 @@ RETRIEVAL_MAX_INDEX_CANDIDATES = env.int("RETRIEVAL_MAX_INDEX_CANDIDATES", defau
 RETRIEVAL_INDEX_MIN_CANDIDATES = env.int("RETRIEVAL_INDEX_MIN_CANDIDATES", default=100)
 # Hybrid: `rrf` (reciprocal rank fusion) or `linear` (min-max normalised, vector weight ALPHA)
 RETRIEVAL_HYBRID_FUSION = env.str("RETRIEVAL_HYBRID_FUSION", default="linear")
-RETRIEVAL_HYBRID_ALPHA = env.float("RETRIEVAL_HYBRID_ALPHA", default=0.5)
+RETRIEVAL_HYBRID_ALPHA = env.float("RETRIEVAL_HYBRID_ALPHA", default=0.4)
 RETRIEVAL_RRF_K = env.int("RETRIEVAL_RRF_K", default=60)
 RETRIEVAL_HYBRID_CANDIDATES = env.int("RETRIEVAL_HYBRID_CANDIDATES", default=30)  # per retriever
 # one round of pseudo-relevance feedback from hybrid's best hit (retrieval.retrievers.HybridRetriever)
