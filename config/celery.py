@@ -8,6 +8,7 @@ from celery.signals import worker_process_init
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("knowledge_platform")
+app.set_default()  # celery.current_app is this app in every thread (core reaches it so, never via config)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
@@ -22,3 +26,35 @@ class ProjectApi(APIView):
     """A view under /projects/{project_id}/: another project's id answers 404 before scopes are checked."""
 
     permission_classes = [IsAuthenticated, ProjectAccess, HasScope]
+
+
+class StrictSerializer(serializers.Serializer):
+    """An input serializer whose unknown fields are an error (400 naming them), not silently ignored:
+    a misspelt optional field would otherwise fall back to its default without a word."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({k: ["unknown field"] for k in unknown[:20]})
+        return super().to_internal_value(data)
+
+
+class QueryTextField(serializers.CharField):
+    """A search query: at most `getattr(settings, max_setting)` characters as sent (read when the
+    request is validated, so the setting can change without a restart), then trimmed; blank only when
+    `allow_blank`. NUL characters are refused by DRF's CharField itself."""
+
+    def __init__(self, *, max_setting: str, **kwargs: Any) -> None:
+        self.max_setting = max_setting
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        limit = int(getattr(settings, self.max_setting))
+        if len(value) > limit:
+            raise serializers.ValidationError(f"at most {limit} characters")
+        value = value.strip()
+        if not value and not self.allow_blank:
+            raise serializers.ValidationError(self.error_messages["blank"])
+        return value

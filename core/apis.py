@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import selectors, services
-from core.api_base import MAX_OFFSET, PlatformApi, ProjectApi
+from core.api_base import MAX_OFFSET, PlatformApi, ProjectApi, StrictSerializer
 from core.auth import request_api_key, request_project_id
 
 
@@ -53,7 +53,7 @@ class ProjectListCreateApi(PlatformApi):
         limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
         offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200, allow_blank=False, trim_whitespace=True)
 
     @property

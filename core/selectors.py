@@ -9,6 +9,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery import current_app as current_celery_app
 from django.conf import settings
 
 from core import graph
@@ -93,7 +94,7 @@ def _check_redis() -> dict[str, Any]:
 
 
 def _check_celery() -> dict[str, Any]:
-    from config.celery import app
+    app = current_celery_app  # config.celery's app, the default of every thread
 
     with app.connection_for_write() as connection:
         replies = app.control.ping(timeout=settings.HEALTHZ_TIMEOUT_SEC / 2, limit=1, connection=connection)

@@ -9,11 +9,10 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi
+from core.api_base import ProjectApi, StrictSerializer
 from core.models import ACCESSIBILITY
 from curation import selectors, services
 from curation.models import ErasureRequest
-from retrieval.apis import StrictSerializer
 
 
 def actor_of(request: Request) -> str:

@@ -12,7 +12,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import MAX_OFFSET, ProjectApi
+from core.api_base import MAX_OFFSET, ProjectApi, StrictSerializer
 from core.errors import InvalidInput, PlatformError
 from core.metadata import metadata_errors
 from core.parsers import FastJSONParser
@@ -27,20 +27,20 @@ from knowledge.pipeline.parsing import (
 )
 
 
-class EntitySerializer(serializers.Serializer):
+class EntitySerializer(StrictSerializer):
     name = serializers.CharField(max_length=200)
     type = serializers.CharField(max_length=50)
     description = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
-class RelationSerializer(serializers.Serializer):
+class RelationSerializer(StrictSerializer):
     source = serializers.CharField(max_length=200)
     target = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
     weight = serializers.FloatField(required=False, default=1.0, min_value=0.0, max_value=100.0)
 
 
-class DocumentInputSerializer(serializers.Serializer):
+class DocumentInputSerializer(StrictSerializer):
     title = serializers.CharField()
     text = serializers.CharField(trim_whitespace=False)
     source_path = serializers.CharField(max_length=2000, required=False, allow_null=True, allow_blank=True)
@@ -57,15 +57,11 @@ class DocumentInputSerializer(serializers.Serializer):
         value = value.strip()
         if len(value) > settings.INGEST_MAX_TITLE_CHARS:
             raise serializers.ValidationError(f"at most {settings.INGEST_MAX_TITLE_CHARS} characters")
-        if "\x00" in value:
-            raise serializers.ValidationError("contains NUL bytes")
         return value
 
     def validate_text(self, value: str) -> str:
         if len(value) > settings.INGEST_MAX_TEXT_CHARS:
             raise serializers.ValidationError(f"at most {settings.INGEST_MAX_TEXT_CHARS} characters")
-        if "\x00" in value:
-            raise serializers.ValidationError("contains NUL bytes")
         value = clean_text(value)
         if not value:
             raise serializers.ValidationError("text is empty")
@@ -133,7 +129,7 @@ class DocumentListOutputSerializer(serializers.Serializer):
 class DocumentListCreateApi(ProjectApi):
     parser_classes = [FastJSONParser, MultiPartParser]
 
-    class BulkSerializer(serializers.Serializer):
+    class BulkSerializer(StrictSerializer):
         documents = DocumentInputSerializer(many=True, allow_empty=False)
 
     class ListSerializer(serializers.Serializer):

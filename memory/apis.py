@@ -15,12 +15,11 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi
+from core.api_base import ProjectApi, QueryTextField, StrictSerializer
 from core.errors import InvalidInput
 from memory import selectors, services
 from memory.dto import DEPTHS, SEARCH_MODES, MessageInput
 from memory.scope import MAX_SCOPE_VALUE_CHARS, SCOPE_KEYS, Scope, validate_value
-from retrieval.apis import StrictSerializer
 
 
 def _requested_by(request: Request) -> str:
@@ -224,18 +223,11 @@ class MemoryStoreApi(ProjectApi):
 
 
 class MemorySearchInputSerializer(StrictSerializer):
-    query = serializers.CharField(allow_blank=True, trim_whitespace=False, default="")
+    query = QueryTextField(max_setting="MEMORY_MAX_QUERY_CHARS", allow_blank=True, default="")
     scope = ScopeField()
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
     mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True)
     depth = serializers.ChoiceField(choices=DEPTHS, default="messages")
-
-    def validate_query(self, value: str) -> str:
-        if len(value) > settings.MEMORY_MAX_QUERY_CHARS:
-            raise serializers.ValidationError(f"at most {settings.MEMORY_MAX_QUERY_CHARS} characters")
-        if "\x00" in value:
-            raise serializers.ValidationError("contains NUL bytes")
-        return value
 
 
 class MemorySearchApi(ProjectApi):

@@ -4,27 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi
+from core.api_base import ProjectApi, QueryTextField, StrictSerializer
 from core.metadata import metadata_errors
 from retrieval import services
 from retrieval.dto import MODES, SearchFilters
-
-
-class StrictSerializer(serializers.Serializer):
-    """Unknown fields are an error, not silently ignored."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({k: ["unknown field"] for k in unknown[:20]})
-        return super().to_internal_value(data)
 
 
 class FiltersSerializer(StrictSerializer):
@@ -33,11 +21,6 @@ class FiltersSerializer(StrictSerializer):
     )
     source_path_prefix = serializers.CharField(max_length=2000, required=False)
     metadata = serializers.DictField(required=False)
-
-    def validate_source_path_prefix(self, value: str) -> str:
-        if "\x00" in value:
-            raise serializers.ValidationError("contains NUL bytes")
-        return value
 
     def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
         errors = metadata_errors(value)
@@ -48,7 +31,7 @@ class FiltersSerializer(StrictSerializer):
 
 class SearchInputSerializer(StrictSerializer):
     # trimmed after the length check, so blanks around a short query count toward the limit
-    query = serializers.CharField(trim_whitespace=False)
+    query = QueryTextField(max_setting="RETRIEVAL_MAX_QUERY_CHARS")
     mode = serializers.ChoiceField(choices=MODES, default="hybrid")
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
     profile = serializers.SlugField(max_length=64, required=False, allow_null=True)
@@ -63,16 +46,6 @@ class SearchInputSerializer(StrictSerializer):
         if attrs.get("debug") and attrs.get("mode", "hybrid") != "graph":
             raise serializers.ValidationError({"debug": "applies to mode graph only"})
         return attrs
-
-    def validate_query(self, value: str) -> str:
-        if len(value) > settings.RETRIEVAL_MAX_QUERY_CHARS:
-            raise serializers.ValidationError(f"at most {settings.RETRIEVAL_MAX_QUERY_CHARS} characters")
-        if "\x00" in value:
-            raise serializers.ValidationError("contains NUL bytes")
-        value = value.strip()
-        if not value:
-            raise serializers.ValidationError("This field may not be blank.")
-        return value
 
 
 class SearchItemSerializer(serializers.Serializer):

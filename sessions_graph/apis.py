@@ -14,10 +14,9 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi
+from core.api_base import ProjectApi, StrictSerializer
 from core.errors import InvalidInput, NotFound
 from memory.services import normalise_timestamp
-from retrieval.apis import StrictSerializer
 from sessions_graph import memory, selectors, services
 
 MAX_NAME_CHARS = 256

@@ -6,17 +6,15 @@ import logging
 import re
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import PlatformApi
+from core.api_base import PlatformApi, QueryTextField, StrictSerializer
 from core.auth import is_staff, mark_probe, request_project_id
 from core.errors import NotFound, PlatformError, unavailable_dependency
 from core.models import Project
-from retrieval.apis import StrictSerializer
 from retrieval.drift.services import drift_search
 
 logger = logging.getLogger("retrieval.drift")
@@ -32,24 +30,13 @@ class RetrievalFailed(PlatformError):
 
 
 class RetrieveInputSerializer(StrictSerializer):
-    # trimmed after the length check, so blanks around a short query count toward the limit
-    query = serializers.CharField(trim_whitespace=False)
+    query = QueryTextField(max_setting="RETRIEVAL_MAX_QUERY_CHARS")
     project_id = serializers.CharField(max_length=64)
     top_k = serializers.IntegerField(min_value=1, max_value=50, required=False)
     retrieval_id = serializers.CharField(max_length=64, required=False)
     max_depth = serializers.IntegerField(min_value=1, max_value=4, required=False)
     max_followups = serializers.IntegerField(min_value=1, max_value=10, required=False)
     community_level = serializers.IntegerField(min_value=0, max_value=20, required=False, allow_null=True)
-
-    def validate_query(self, value: str) -> str:
-        if len(value) > settings.RETRIEVAL_MAX_QUERY_CHARS:
-            raise serializers.ValidationError(f"at most {settings.RETRIEVAL_MAX_QUERY_CHARS} characters")
-        if "\x00" in value:
-            raise serializers.ValidationError("contains NUL bytes")
-        value = value.strip()
-        if not value:
-            raise serializers.ValidationError("This field may not be blank.")
-        return value
 
     def validate_retrieval_id(self, value: str) -> str:
         if not RETRIEVAL_ID.match(value):

@@ -119,6 +119,18 @@ def test_admin_key_creates_project_in_sql_and_graph(tenant_a: Tenant) -> None:
 
 
 @pytest.mark.django_db
+def test_an_unknown_field_in_a_new_project_is_400_and_creates_nothing(tenant_a: Tenant) -> None:
+    before = _counts()
+    response = tenant_a.client(tenant_a.admin_key).post(
+        "/api/v1/projects", {"name": "Research", "embeder": "openai"}, format="json"
+    )
+    assert response.status_code == 400
+    assert _error(response)["code"] == "invalid_input"
+    assert "embeder" in _error(response)["details"]["fields"]
+    assert _counts() == before
+
+
+@pytest.mark.django_db
 def test_staff_session_creates_project(django_user_model) -> None:  # type: ignore[no-untyped-def]
     from django.contrib.auth.models import Permission
 

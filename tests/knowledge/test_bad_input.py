@@ -48,6 +48,8 @@ def _error(response) -> dict:  # type: ignore[no-untyped-def]
         ({"title": "t", "text": "ok", "source_path": "../../etc/passwd"}, "source_path"),
         ({"title": "t", "text": "ok", "metadata": {"nested": {"a": 1}}}, "metadata"),
         ({"title": "t", "text": "ok", "mime_type": "application/zip"}, "mime_type"),
+        ({"title": "t", "text": "ok", "sourcepath": "a.md"}, "sourcepath"),  # misspelt: not ignored
+        ({"title": "t", "text": "ok", "entities": [{"name": "A", "type": "T", "kind": "x"}]}, "entities"),
     ],
 )
 def test_invalid_document_fields_are_400(tenant: Tenant, body: dict, field: str) -> None:

@@ -9,11 +9,13 @@ from django.core.management.base import BaseCommand, CommandParser
 from core.models import ApiKey, Project
 from core.secrets import write_private
 from core.services import api_key_create, api_key_revoke, project_create
+from knowledge.dto import DocumentInput
+from knowledge.services import documents_submit
 
 DEMO_PROJECT_NAME = "demo"
 DEMO_KEY_NAME = "make run"
 CREDENTIALS_FILE = "credentials"
-SAMPLE_CORPUS = Path(__file__).resolve().parents[3] / "knowledge" / "sample_corpus"
+SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "sample_corpus"
 
 
 class Command(BaseCommand):
@@ -78,9 +80,6 @@ class Command(BaseCommand):
 
     def _ingest_sample_corpus(self, project_id: str) -> str:
         """Queue the sample corpus (knowledge/sample_corpus); unchanged files are a no-op."""
-        from knowledge.dto import DocumentInput
-        from knowledge.services import documents_submit
-
         files = sorted(SAMPLE_CORPUS.glob("*.md"))
         documents = [
             DocumentInput(
