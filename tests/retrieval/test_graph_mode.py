@@ -109,13 +109,15 @@ def test_a_title_the_query_spells_otherwise_is_linked_by_its_embedding(films, se
     assert [i["document_id"] for i in body["items"][:2]] == [ids["Ember Harbor"], ids["Marta Vell"]]
     # a threshold no title reaches, or no links at all: nothing is linked by embedding
     settings.RETRIEVAL_GRAPH_TITLE_LINK_MIN_COSINE = 0.99
-    assert search(client, tenant.project.id, query=query, mode="graph", debug=True).json()["debug"][
-        "linked"
-    ] == []
+    assert (
+        search(client, tenant.project.id, query=query, mode="graph", debug=True).json()["debug"]["linked"]
+        == []
+    )
     settings.RETRIEVAL_GRAPH_TITLE_LINKS = 0
-    assert search(client, tenant.project.id, query=query, mode="graph", debug=True).json()["debug"][
-        "linked"
-    ] == []
+    assert (
+        search(client, tenant.project.id, query=query, mode="graph", debug=True).json()["debug"]["linked"]
+        == []
+    )
 
 
 def test_the_graph_follows_ingestion_and_deletion(films) -> None:  # type: ignore[no-untyped-def]
