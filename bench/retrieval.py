@@ -361,18 +361,12 @@ def _load_synthetic(neo4j_port: int, project_ids: list[str], rng: random.Random)
                             "embedding": vectors[i].tolist(),
                         }
                     )
-                titles = nprng.normal(size=(len(docs), DIMS)).astype(np.float32)
-                titles /= np.linalg.norm(titles, axis=1, keepdims=True)
-                rows = [
-                    {"key": k, "id": str(uuid.uuid4()), "chunks": v, "title_embedding": t}
-                    for (k, v), t in zip(docs.items(), titles.tolist(), strict=True)
-                ]
+                rows = [{"key": k, "id": str(uuid.uuid4()), "chunks": v} for k, v in docs.items()]
                 driver.execute_query(
                     """
                     UNWIND $rows AS row
                     MERGE (d:Document {project_id: $project, doc_key: row.key})
-                      ON CREATE SET d.id = row.id, d.title = row.key, d.status = 'ready',
-                                    d.title_embedding = row.title_embedding
+                      ON CREATE SET d.id = row.id, d.title = row.key, d.status = 'ready'
                     WITH d, row
                     UNWIND row.chunks AS ch
                     CREATE (c:Chunk {id: ch.id, project_id: $project, document_id: d.id, index: ch.index,

@@ -345,10 +345,6 @@ RETRIEVAL_GRAPH_DAMPING = env.float("RETRIEVAL_GRAPH_DAMPING", default=0.5)
 RETRIEVAL_GRAPH_SEED_TOP = env.int("RETRIEVAL_GRAPH_SEED_TOP", default=10)
 RETRIEVAL_GRAPH_PASSAGE_WEIGHT = env.float("RETRIEVAL_GRAPH_PASSAGE_WEIGHT", default=0.15)
 RETRIEVAL_GRAPH_CACHE_PROJECTS = env.int("RETRIEVAL_GRAPH_CACHE_PROJECTS", default=16)
-# graph mode also seeds the titles whose embedding is nearest the query (docs/decisions.md)
-RETRIEVAL_GRAPH_TITLE_LINKS = env.int("RETRIEVAL_GRAPH_TITLE_LINKS", default=3)
-RETRIEVAL_GRAPH_TITLE_LINK_MIN_COSINE = env.float("RETRIEVAL_GRAPH_TITLE_LINK_MIN_COSINE", default=0.6)
-RETRIEVAL_GRAPH_TITLE_LINK_WEIGHT = env.float("RETRIEVAL_GRAPH_TITLE_LINK_WEIGHT", default=0.5)
 # Lucene analyzer of each project's chunk fulltext index (a name from
 # db.index.fulltext.listAvailableAnalyzers); changing it takes `manage.py reindex_chunks`
 RETRIEVAL_FULLTEXT_ANALYZER = env.str("RETRIEVAL_FULLTEXT_ANALYZER", default="english")

@@ -156,7 +156,7 @@ DOCUMENTS_FINISH = """
 UNWIND $docs AS doc
 MATCH (d:Document {project_id: $project_id, id: doc.id})
 SET d.status = 'ready', d.error = null, d.chunk_count = doc.chunks, d.entity_count = doc.entities,
-    d.relation_count = doc.relations, d.title_embedding = doc.title_embedding, d.updated_at = datetime()
+    d.relation_count = doc.relations, d.updated_at = datetime()
 REMOVE d.graph_json
 WITH d, doc
 CALL {
@@ -280,12 +280,6 @@ WITH d, c ORDER BY c.index
 RETURN d.id AS id, d.title AS title, d.content AS content,
        [x IN collect(c) | {id: x.id, text: x.text}] AS chunks
 ORDER BY id
-"""
-
-REINDEX_TITLES_SET = """
-UNWIND $documents AS doc
-MATCH (d:Document {project_id: $project_id, id: doc.id})
-SET d.title_embedding = doc.title_embedding
 """
 
 REINDEX_CHUNKS_SET = """

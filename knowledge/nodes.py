@@ -29,7 +29,6 @@ class Document(TenantNode):
     chunk_count = IntegerProperty()
     entity_count = IntegerProperty()
     relation_count = IntegerProperty()
-    title_embedding = ArrayProperty(FloatProperty())  # graph mode links a query to the nearest titles
     created_at = DateTimeProperty()
     updated_at = DateTimeProperty()
 

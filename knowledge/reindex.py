@@ -1,7 +1,6 @@
 """Bringing a project's chunks to the current search text: each chunk's `search_text` (its document's
 title, heading path and text) is rebuilt, re-embedded, and indexed by the project's own fulltext index,
-which is recreated when its analyzer is not RETRIEVAL_FULLTEXT_ANALYZER (`manage.py reindex_chunks`).
-Re-embedding also embeds each document's title (graph mode links a query to the nearest titles)."""
+which is recreated when its analyzer is not RETRIEVAL_FULLTEXT_ANALYZER (`manage.py reindex_chunks`)."""
 
 from __future__ import annotations
 
@@ -69,16 +68,9 @@ def chunks_reindex(
                 doc["chunks"], texts, heading_paths(doc["content"] or "", texts), strict=True
             ):
                 rows.append({"id": chunk["id"], "search_text": search_text(doc["title"], path, text)})
-        titles = []
-        if embedder is not None:
-            titled = [d for d in page if (d["title"] or "").strip()]
-            vectors = embedder.embed([r["search_text"] for r in rows] + [d["title"] for d in titled])
-            for row, vector in zip(rows, vectors[: len(rows)], strict=True):
+        if embedder is not None and rows:
+            for row, vector in zip(rows, embedder.embed([r["search_text"] for r in rows]), strict=True):
                 row["embedding"] = vector
-            title_vectors = vectors[len(rows) :]
-            titles = [
-                {"id": d["id"], "title_embedding": v} for d, v in zip(titled, title_vectors, strict=True)
-            ]
         else:
             for row in rows:
                 row["embedding"] = None
@@ -88,8 +80,6 @@ def chunks_reindex(
             chunks=rows,
             chunk_label=tenancy.chunk_label(project_id),
         )
-        if titles:
-            graph.write(cypher.REINDEX_TITLES_SET, project_id=project_id, documents=titles)
         result.documents += len(page)
         result.chunks += len(rows)
         after = page[-1]["id"]

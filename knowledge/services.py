@@ -228,12 +228,8 @@ def ingest_batch_run(*, batch_id: int) -> None:
 
         clock = time.perf_counter()
         embedder = get_embedder()
-        # each document's title is embedded too: graph mode links a query to the titles nearest it
-        titled = [d for d in docs if (d["title"] or "").strip()]
-        vectors = embedder.embed([c["search_text"] for c in chunks] + [d["title"] for d in titled])
-        for chunk, vector in zip(chunks, vectors[: len(chunks)], strict=True):
+        for chunk, vector in zip(chunks, embedder.embed([c["search_text"] for c in chunks]), strict=True):
             chunk["embedding"] = vector
-        title_embeddings = {d["id"]: v for d, v in zip(titled, vectors[len(chunks) :], strict=True)}
         timings["embedding"] = time.perf_counter() - clock
         _progress(job, "embedding", _batch_pct(job, batch, 2), f"Embedded {len(chunks)} chunk(s)")
 
@@ -253,7 +249,6 @@ def ingest_batch_run(*, batch_id: int) -> None:
                 "id": d["id"],
                 "source_path": d["source_path"],
                 "references": d["references"],
-                "title_embedding": title_embeddings.get(d["id"]),
                 **per_doc.get(d["id"], {"chunks": 0, "entities": 0, "relations": 0}),
             }
             for d in docs

@@ -135,16 +135,3 @@ PASSAGE_GRAPH_LINKS = """
 MATCH (c:Chunk {project_id: $project_id})-[:NAMES]->(d:Document {project_id: $project_id})
 RETURN c.id AS chunk_id, d.id AS document_id
 """
-
-# Graph mode: the project's documents whose title embedding is nearest the query (exact cosine,
-# scored as the vector index scores, (1 + cos) / 2).
-TITLES_NEAREST = """
-MATCH (d:Document {project_id: $project_id})
-WHERE d.title_embedding IS NOT NULL AND d.status = 'ready'
-  AND ($document_ids IS NULL OR d.id IN $document_ids)
-WITH d, vector.similarity.cosine(d.title_embedding, $vector) AS score
-WHERE score >= $min_score
-RETURN d.id AS document_id, score
-ORDER BY score DESC, document_id
-LIMIT $limit
-"""

@@ -23,7 +23,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,80 +197,51 @@ def seeds(
     ranked: list[Candidate],
     *,
     documents: set[int] | None,
-    nearest: Sequence[tuple[str, float]] = (),
 ) -> Seeds:
     """Seeds of a query: each title it names (weight 1, over the documents of that name in
-    `documents`, None: any); each document of `nearest` (id, cosine of its title embedding to the
-    query's) not named, at RETRIEVAL_GRAPH_TITLE_LINK_WEIGHT; and hybrid's RETRIEVAL_GRAPH_SEED_TOP
-    best chunks (weight RETRIEVAL_GRAPH_PASSAGE_WEIGHT x score / best score). A linked document's
-    weight goes to its chunks by their hybrid score, its opening chunks ENTRY_SEED more; a name shared
-    by several documents splits its weight the same way."""
-    found = Seeds(reset=np.zeros(len(passages.chunk_ids)), linked=[], origin={})
+    `documents`, None: any), and hybrid's RETRIEVAL_GRAPH_SEED_TOP best chunks (weight
+    RETRIEVAL_GRAPH_PASSAGE_WEIGHT x score / best score). A named document's weight goes to its
+    chunks by their hybrid score, its opening chunks ENTRY_SEED more; a name shared by several
+    documents splits its weight the same way."""
+    reset = np.zeros(len(passages.chunk_ids))
+    origin: dict[int, str] = {}
     best = max((c.score for c in ranked), default=0.0)
     relevance = {
         passages.rows[c.chunk_id]: (c.score / best if best > 0 else 0.0)
         for c in ranked
         if c.chunk_id in passages.rows
     }
-
-    def allowed(ids: list[str]) -> list[int]:
-        return [
+    linked = []
+    for name, ids in passages.titles.matches(query):
+        chosen = [
             passages.document_rows[d]
-            for d in ids
+            for d in sorted(ids)
             if d in passages.document_rows and (documents is None or passages.document_rows[d] in documents)
         ]
-
-    named: set[int] = set()
-    for name, ids in passages.titles.matches(query):
-        chosen = allowed(sorted(ids))
-        if _seed_documents(passages, found, chosen, relevance, weight=1.0, origin="title"):
-            named.update(chosen)
-            found.linked.append({"name": name, "by": "name", "documents": _described(passages, chosen)})
-    for document_id, cosine in nearest:
-        chosen = [d for d in allowed([document_id]) if d not in named]
-        weight = settings.RETRIEVAL_GRAPH_TITLE_LINK_WEIGHT
-        if chosen and _seed_documents(passages, found, chosen, relevance, weight=weight, origin="embedding"):
-            found.linked.append(
-                {
-                    "name": passages.document_titles[chosen[0]],
-                    "by": "embedding",
-                    "cosine": round(cosine, 4),
-                    "documents": _described(passages, chosen),
-                }
-            )
+        share: dict[int, float] = {}
+        for document in chosen:
+            chunks = passages.document_chunks[document]
+            for position, chunk in enumerate(chunks):
+                weight = (ENTRY_SEED if position < ENTRY_CHUNKS else 0.0) + relevance.get(chunk, 0.0)
+                if weight > 0:
+                    share[chunk] = weight
+        total = sum(share.values())
+        if not total:
+            continue
+        for chunk, weight in share.items():
+            reset[chunk] += weight / total
+            origin.setdefault(chunk, "title")
+        linked.append(
+            {
+                "name": name,
+                "documents": [
+                    {"id": passages.document_ids[d], "title": passages.document_titles[d]} for d in chosen
+                ],
+            }
+        )
     for candidate in ranked[: settings.RETRIEVAL_GRAPH_SEED_TOP]:
         row = passages.rows.get(candidate.chunk_id)
         if row is not None and best > 0:
-            found.reset[row] += settings.RETRIEVAL_GRAPH_PASSAGE_WEIGHT * candidate.score / best
-            found.origin.setdefault(row, "hybrid")
-    return found
-
-
-def _seed_documents(
-    passages: PassageGraph,
-    found: Seeds,
-    chosen: list[int],
-    relevance: dict[int, float],
-    *,
-    weight: float,
-    origin: str,
-) -> bool:
-    """Spread `weight` over the chunks of the `chosen` documents (their hybrid relevance, opening
-    chunks ENTRY_SEED more); False when none of them has a chunk to seed."""
-    share: dict[int, float] = {}
-    for document in chosen:
-        for position, chunk in enumerate(passages.document_chunks[document]):
-            part = (ENTRY_SEED if position < ENTRY_CHUNKS else 0.0) + relevance.get(chunk, 0.0)
-            if part > 0:
-                share[chunk] = part
-    total = sum(share.values())
-    if not total or weight <= 0:
-        return False
-    for chunk, part in share.items():
-        found.reset[chunk] += weight * part / total
-        found.origin.setdefault(chunk, origin)
-    return True
-
-
-def _described(passages: PassageGraph, chosen: list[int]) -> list[dict[str, str]]:
-    return [{"id": passages.document_ids[d], "title": passages.document_titles[d]} for d in chosen]
+            reset[row] += settings.RETRIEVAL_GRAPH_PASSAGE_WEIGHT * candidate.score / best
+            origin.setdefault(row, "hybrid")
+    return Seeds(reset=reset, linked=linked, origin=origin)

@@ -381,9 +381,7 @@ class GraphRetriever(Retriever):
             if self.scope.document_ids is None
             else {passages.document_rows[d] for d in self.scope.document_ids if d in passages.document_rows}
         )
-        seeds = passage_graph.seeds(
-            passages, query.text, ranked, documents=documents, nearest=self._nearest_titles(query)
-        )
+        seeds = passage_graph.seeds(passages, query.text, ranked, documents=documents)
         query.debug["linked"] = seeds.linked
         if not seeds.reset.any():
             return ranked[:limit]
@@ -402,24 +400,6 @@ class GraphRetriever(Retriever):
                 walked.append(Candidate(chunk_id=passages.chunk_ids[row], score=float(ranks[row]) / best))
         query.timings_ms["pagerank"] = (time.perf_counter() - started) * 1000
         return pin(walked, ranked)[:limit]
-
-    def _nearest_titles(self, query: Query) -> list[tuple[str, float]]:
-        """(document id, cosine) of the scope's titles nearest the query by embedding: up to
-        RETRIEVAL_GRAPH_TITLE_LINKS with a cosine of at least RETRIEVAL_GRAPH_TITLE_LINK_MIN_COSINE.
-        Documents ingested before titles were embedded have none until `reindex_chunks`."""
-        if settings.RETRIEVAL_GRAPH_TITLE_LINKS <= 0:
-            return []
-        started = time.perf_counter()
-        rows = graph.read(
-            cypher.TITLES_NEAREST,
-            project_id=self.scope.project_id,
-            document_ids=self.scope.document_ids,
-            vector=query.vector(),
-            min_score=(1 + settings.RETRIEVAL_GRAPH_TITLE_LINK_MIN_COSINE) / 2,
-            limit=settings.RETRIEVAL_GRAPH_TITLE_LINKS,
-        )
-        query.timings_ms["title_links"] = (time.perf_counter() - started) * 1000
-        return [(str(r["document_id"]), 2 * float(r["score"]) - 1) for r in rows]
 
     def _allowed(self, passages: passage_graph.PassageGraph, documents: set[int] | None) -> set[int] | None:
         """Chunk rows the scope allows; None: all of them."""

@@ -75,11 +75,7 @@ def test_the_debug_block_shows_linked_titles_seeds_and_the_graph(films) -> None:
     body = search(client, tenant.project.id, query=QUESTION, mode="graph", debug=True).json()
     debug = body["debug"]
     assert debug["linked"] == [
-        {
-            "name": "Ember Harbor",
-            "by": "name",
-            "documents": [{"id": ids["Ember Harbor"], "title": "Ember Harbor"}],
-        }
+        {"name": "Ember Harbor", "documents": [{"id": ids["Ember Harbor"], "title": "Ember Harbor"}]}
     ]
     assert debug["graph"]["chunks"] == 8 and debug["graph"]["links"] == 1
     seeds = {s["chunk_id"]: s for s in debug["seeds"]}
@@ -93,31 +89,6 @@ def test_the_debug_block_shows_linked_titles_seeds_and_the_graph(films) -> None:
         "graph"
     ]["cached"]
     assert "debug" not in search(client, tenant.project.id, query=QUESTION, mode="graph").json()
-
-
-def test_a_title_the_query_spells_otherwise_is_linked_by_its_embedding(films, settings) -> None:  # type: ignore[no-untyped-def]
-    tenant, ids = films
-    client = tenant.client(tenant.read_key)
-    query = "Who directed Ember Harbour?"  # not the title's spelling: no name matches
-    body = search(client, tenant.project.id, query=query, mode="graph", debug=True).json()
-    (linked,) = body["debug"]["linked"]
-    assert linked["by"] == "embedding" and linked["name"] == "Ember Harbor"
-    assert linked["documents"] == [{"id": ids["Ember Harbor"], "title": "Ember Harbor"}]
-    assert linked["cosine"] >= settings.RETRIEVAL_GRAPH_TITLE_LINK_MIN_COSINE
-    assert "embedding" in {s["from"] for s in body["debug"]["seeds"]}
-    assert "title_links" in body["timings_ms"]
-    assert [i["document_id"] for i in body["items"][:2]] == [ids["Ember Harbor"], ids["Marta Vell"]]
-    # a threshold no title reaches, or no links at all: nothing is linked by embedding
-    settings.RETRIEVAL_GRAPH_TITLE_LINK_MIN_COSINE = 0.99
-    assert (
-        search(client, tenant.project.id, query=query, mode="graph", debug=True).json()["debug"]["linked"]
-        == []
-    )
-    settings.RETRIEVAL_GRAPH_TITLE_LINKS = 0
-    assert (
-        search(client, tenant.project.id, query=query, mode="graph", debug=True).json()["debug"]["linked"]
-        == []
-    )
 
 
 def test_the_graph_follows_ingestion_and_deletion(films) -> None:  # type: ignore[no-untyped-def]

@@ -172,7 +172,6 @@ def test_reindex_chunks_brings_old_chunks_to_the_search_text(settings) -> None: 
         "UNWIND $rows AS r MATCH (c:Chunk {id: r.id}) REMOVE c.search_text SET c.embedding = r.v",
         rows=[{"id": r["id"], "v": v} for r, v in zip(rows, vectors, strict=True)],
     )
-    graph.write("MATCH (d:Document {project_id: $p}) REMOVE d.title_embedding", p=pid)
     graph.write_autocommit(f"DROP INDEX {tenancy.chunk_fulltext_index(pid)}")
     tenancy.project_fulltext_forget(pid)
 
@@ -190,16 +189,6 @@ def test_reindex_chunks_brings_old_chunks_to_the_search_text(settings) -> None: 
     assert all(
         max(abs(a - b) for a, b in zip(r["e"], v, strict=True)) < 1e-5
         for r, v in zip(after, expected, strict=True)
-    )
-    # each document's title is embedded again too (graph mode's title links)
-    titles = graph.read(
-        "MATCH (d:Document {project_id: $p}) RETURN d.title AS t, d.title_embedding AS e ORDER BY d.id", p=pid
-    )
-    assert titles and all(r["e"] is not None for r in titles)
-    expected = embedder.embed([r["t"] for r in titles])
-    assert all(
-        max(abs(a - b) for a, b in zip(r["e"], v, strict=True)) < 1e-5
-        for r, v in zip(titles, expected, strict=True)
     )
 
     settings.RETRIEVAL_FULLTEXT_ANALYZER = "standard-no-stop-words"
