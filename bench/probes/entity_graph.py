@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from bench import baselines
-from bench.probes.passage_graph import WORD, base_title, load, mentions, recall
+from bench.probes.passage_graph import WORD, load, mentions, recall, title_graph
 from knowledge.pipeline.extraction import extract_extractive, normalise_name
 
 SEED_TOP = 10
@@ -56,22 +56,7 @@ def run(data: Path) -> dict[str, tuple[float, float]]:
     n = len(titles)
     baseline = baselines.rank(titles, texts, [q["question"] for q in questions])
 
-    names: dict[tuple[str, ...], int] = {}
-    pages: dict[int, list[int]] = defaultdict(list)
-    for i, title in enumerate(titles):
-        for form in {title, base_title(title)}:
-            if key := tuple(WORD.findall(form)):
-                pages[names.setdefault(key, len(names))].append(i)
-    lower_names = {tuple(w.lower() for w in key): e for key, e in names.items()}
-    rows, cols = [], []
-    for i, text in enumerate(texts):
-        for entity in mentions(text, names):
-            for j in pages[entity]:
-                if j != i:
-                    rows.append(i)
-                    cols.append(j)
-    links = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-    links.data[:] = 1.0
+    _names, pages, lower_names, links = title_graph(titles, texts)
     named_by = np.asarray(links.sum(axis=0)).ravel()
     title_out = links.multiply((1 / np.maximum(named_by, 1))[np.newaxis, :]).tocsr()
 

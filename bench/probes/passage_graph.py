@@ -66,13 +66,14 @@ def recall(ranked: list[str], gold: set[str], k: int) -> float:
     return len(set(ranked[:k]) & gold) / len(gold)
 
 
-def run(data: Path) -> dict[str, tuple[float, float]]:
-    titles, texts, questions = load(data)
+def title_graph(
+    titles: list[str], texts: list[str]
+) -> tuple[dict[tuple[str, ...], int], dict[int, list[int]], dict[tuple[str, ...], int], sp.csr_matrix]:
+    """Title entities by word sequence (both forms), the passages of each, the same keyed in lower
+    case (for questions), and the 0/1 matrix of passage -> passage whose title it names."""
     n = len(titles)
-    baseline = baselines.rank(titles, texts, [q["question"] for q in questions])
-
-    names: dict[tuple[str, ...], int] = {}  # title word sequences (both forms) -> title entity
-    pages: dict[int, list[int]] = defaultdict(list)  # title entity -> passages with that title
+    names: dict[tuple[str, ...], int] = {}
+    pages: dict[int, list[int]] = defaultdict(list)
     for i, title in enumerate(titles):
         for form in {title, base_title(title)}:
             if key := tuple(WORD.findall(form)):
@@ -87,6 +88,15 @@ def run(data: Path) -> dict[str, tuple[float, float]]:
                     cols.append(j)
     links = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
     links.data[:] = 1.0
+    return names, pages, lower_names, links
+
+
+def run(data: Path) -> dict[str, tuple[float, float]]:
+    titles, texts, questions = load(data)
+    n = len(titles)
+    baseline = baselines.rank(titles, texts, [q["question"] for q in questions])
+
+    names, pages, lower_names, links = title_graph(titles, texts)
     out_degree = np.asarray(links.sum(axis=1)).ravel()
     walk = (sp.diags(1 / np.maximum(out_degree, 1)) @ links).T.tocsr()
     # specificity of a link target named by n of the N passages: how much of a passage's walk its
