@@ -158,61 +158,14 @@ def _rebuild(*, project_id: str, job: Job | None) -> dict[str, Any]:
             max_cluster_size=settings.COMMUNITY_MAX_CLUSTER_SIZE,
         )
         ids = {key: str(uuid.uuid4()) for level in levels for key in level}
-        # entity members of every community (through the levels below)
-        entity_members: dict[str, list[str]] = {}
-        for depth, level in enumerate(levels):
-            for key, members in level.items():
-                entity_members[key] = (
-                    members if depth == 0 else [e for m in members for e in entity_members[m]]
-                )
         progress("communities", 40, f"Summarising {len(ids)} communities")
-        material_rows = graph.read(
-            cypher.COMMUNITY_MATERIAL,
-            project_id=project_id,
-            communities=[{"key": k, "entity_ids": v[:50]} for k, v in entity_members.items()],
-        )
-        material = {r["key"]: r["members"] for r in material_rows}
-        communities: list[dict[str, Any]] = []
-        for depth, level in enumerate(levels):
-            for key in level:
-                title, summary, rating = _summarise(material.get(key, []))
-                size = len(entity_members[key])
-                communities.append(
-                    {
-                        "id": ids[key],
-                        "community": key,
-                        "level": depth,
-                        "title": title,
-                        "summary": summary,
-                        "size": size,
-                        "rank": float(rating) if rating is not None else float(size),
-                    }
-                )
+        communities = _summarised(project_id, levels, ids)
         progress("communities", 70, "Embedding community summaries")
         vectors = get_embedder().embed([c["summary"] for c in communities]) if communities else []
         for community, vector in zip(communities, vectors, strict=True):
             community["embedding"] = vector
-        member_links = [
-            {"entity_id": e, "community_id": ids[key]}
-            for key, members in (levels[0].items() if levels else [])
-            for e in members
-        ]
-        parent_links = [
-            {"child": ids[child], "parent": ids[key]}
-            for level in levels[1:]
-            for key, members in level.items()
-            for child in members
-        ]
-
-        def write(tx: ManagedTransaction) -> None:
-            tx.run(cypher.COMMUNITIES_DELETE, project_id=project_id).consume()
-            tx.run(cypher.COMMUNITIES_CREATE, project_id=project_id, communities=communities).consume()
-            tx.run(cypher.COMMUNITY_MEMBERS_LINK, project_id=project_id, links=member_links).consume()
-            tx.run(cypher.COMMUNITY_PARENTS_LINK, links=parent_links).consume()
-            tx.run(cypher.CHUNK_COMMUNITIES_LINK, project_id=project_id).consume()
-
         progress("communities", 90, "Writing communities")
-        graph.write_tx(write)
+        _write_communities(project_id, levels, ids, communities)
     result = {
         "communities": len(communities),
         "levels": len(levels),
@@ -233,6 +186,70 @@ def _rebuild(*, project_id: str, job: Job | None) -> dict[str, Any]:
         )
         progress("done", 100, f"{len(communities)} communities on {len(levels)} level(s)")
     return result
+
+
+def _summarised(
+    project_id: str, levels: list[dict[str, list[str]]], ids: dict[str, str]
+) -> list[dict[str, Any]]:
+    """A row per community of every level: its title, summary and rating from the material of its
+    entities (those of the communities below it, for a higher level)."""
+    entity_members: dict[str, list[str]] = {}
+    for depth, level in enumerate(levels):
+        for key, members in level.items():
+            entity_members[key] = members if depth == 0 else [e for m in members for e in entity_members[m]]
+    material_rows = graph.read(
+        cypher.COMMUNITY_MATERIAL,
+        project_id=project_id,
+        communities=[{"key": k, "entity_ids": v[:50]} for k, v in entity_members.items()],
+    )
+    material = {r["key"]: r["members"] for r in material_rows}
+    communities: list[dict[str, Any]] = []
+    for depth, level in enumerate(levels):
+        for key in level:
+            title, summary, rating = _summarise(material.get(key, []))
+            size = len(entity_members[key])
+            communities.append(
+                {
+                    "id": ids[key],
+                    "community": key,
+                    "level": depth,
+                    "title": title,
+                    "summary": summary,
+                    "size": size,
+                    "rank": float(rating) if rating is not None else float(size),
+                }
+            )
+    return communities
+
+
+def _write_communities(
+    project_id: str,
+    levels: list[dict[str, list[str]]],
+    ids: dict[str, str],
+    communities: list[dict[str, Any]],
+) -> None:
+    """Replace the project's communities in one transaction: the new ones, their entity members (the
+    lowest level), parent links between levels, and each chunk's communities."""
+    member_links = [
+        {"entity_id": e, "community_id": ids[key]}
+        for key, members in (levels[0].items() if levels else [])
+        for e in members
+    ]
+    parent_links = [
+        {"child": ids[child], "parent": ids[key]}
+        for level in levels[1:]
+        for key, members in level.items()
+        for child in members
+    ]
+
+    def write(tx: ManagedTransaction) -> None:
+        tx.run(cypher.COMMUNITIES_DELETE, project_id=project_id).consume()
+        tx.run(cypher.COMMUNITIES_CREATE, project_id=project_id, communities=communities).consume()
+        tx.run(cypher.COMMUNITY_MEMBERS_LINK, project_id=project_id, links=member_links).consume()
+        tx.run(cypher.COMMUNITY_PARENTS_LINK, links=parent_links).consume()
+        tx.run(cypher.CHUNK_COMMUNITIES_LINK, project_id=project_id).consume()
+
+    graph.write_tx(write)
 
 
 def entities_embed_missing(*, project_id: str, batch: int = 2000) -> int:

@@ -204,25 +204,7 @@ def ingest_batch_run(*, batch_id: int) -> None:
         timings["parsing"] = time.perf_counter() - clock
 
         clock = time.perf_counter()
-        project = job.project
-        chunks: list[dict[str, Any]] = []
-        for doc in docs:
-            for piece in chunk_text(
-                doc["content"], size=project.chunk_size_tokens, overlap=project.chunk_overlap_tokens
-            ):
-                chunk_id = str(
-                    uuid.uuid5(CHUNK_NAMESPACE, f"{doc['id']}:{doc['content_hash']}:{piece.index}")
-                )
-                chunks.append(
-                    {
-                        "id": chunk_id,
-                        "document_id": doc["id"],
-                        "index": piece.index,
-                        "text": piece.text,
-                        "search_text": search_text(doc["title"], piece.headings, piece.text),
-                        "token_count": piece.token_count,
-                    }
-                )
+        chunks = _chunked(docs, job.project)
         timings["chunking"] = time.perf_counter() - clock
         _progress(job, "chunking", _batch_pct(job, batch, 1), f"{len(chunks)} chunk(s)")
 
@@ -253,24 +235,9 @@ def ingest_batch_run(*, batch_id: int) -> None:
             }
             for d in docs
         ]
-        project_fulltext_ensure(project_id)  # before the project's first chunks: online at once when empty
-        named = time.perf_counter()
-        links = title_links(project_id, docs, chunks)
-        timings["title_links"] = time.perf_counter() - named
-        try:
-            graph.write_tx(
-                lambda tx: _write_batch(
-                    tx, project_id, doc_rows, chunks, entities, mentions, relations, links, timings
-                )
-            )
-        except ConstraintError:
-            # the same batch run twice at once (its task delivered again while it ran): the other
-            # run committed the same chunks first, and what it wrote stands
-            if _batch_written(project_id, [d["id"] for d in docs]):
-                logger.info("batch %s was written by another run meanwhile", batch.pk)
-                return
-            raise
-        project_graph_changed(project_id=project_id)
+        if not _write(project_id, docs, doc_rows, chunks, entities, mentions, relations, timings):
+            logger.info("batch %s was written by another run meanwhile", batch.pk)
+            return
         timings["writing"] = time.perf_counter() - clock
 
     counts = {
@@ -280,11 +247,50 @@ def ingest_batch_run(*, batch_id: int) -> None:
         "mentions": len(mentions),
         "relations": len(relations),
     }
+    _batch_done(batch, counts, usage.as_dict(), timings)
+
+
+def _write(
+    project_id: str,
+    docs: list[dict[str, Any]],
+    doc_rows: list[dict[str, Any]],
+    chunks: list[dict[str, Any]],
+    entities: list[dict[str, Any]],
+    mentions: list[dict[str, str]],
+    relations: list[dict[str, Any]],
+    timings: dict[str, float],
+) -> bool:
+    """Write the batch in one transaction, with the title links of its chunks and titles; False when
+    another run of the same batch committed it first (its task delivered again while it ran), in
+    which case what that run wrote stands."""
+    project_fulltext_ensure(project_id)  # before the project's first chunks: online at once when empty
+    named = time.perf_counter()
+    links = title_links(project_id, docs, chunks)
+    timings["title_links"] = time.perf_counter() - named
+    try:
+        graph.write_tx(
+            lambda tx: _write_batch(
+                tx, project_id, doc_rows, chunks, entities, mentions, relations, links, timings
+            )
+        )
+    except ConstraintError:
+        if _batch_written(project_id, [d["id"] for d in docs]):
+            return False
+        raise
+    project_graph_changed(project_id=project_id)
+    return True
+
+
+def _batch_done(
+    batch: IngestBatch, counts: dict[str, int], usage: dict[str, Any], timings: dict[str, float]
+) -> None:
+    """Record a written batch (once, however often it ran) and finish its job after the last one."""
+    job = batch.job
     with transaction.atomic():
         updated = IngestBatch.objects.filter(pk=batch.pk, status=IngestBatch.Status.PENDING).update(
             status=IngestBatch.Status.DONE,
             counts=counts,
-            token_usage=usage.as_dict(),
+            token_usage=usage,
             timings={k: round(v, 4) for k, v in timings.items()},
             finished_at=timezone.now(),
         )
@@ -335,6 +341,28 @@ def _extract_batch(docs: list[dict[str, Any]], chunks: list[dict[str, Any]]) -> 
             mode="given",
         )
     return out
+
+
+def _chunked(docs: list[dict[str, Any]], project: Project) -> list[dict[str, Any]]:
+    """The batch's chunks, each with a stable id (document, content and position) and the search
+    text it is embedded and indexed by."""
+    chunks: list[dict[str, Any]] = []
+    for doc in docs:
+        for piece in chunk_text(
+            doc["content"], size=project.chunk_size_tokens, overlap=project.chunk_overlap_tokens
+        ):
+            chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{doc['id']}:{doc['content_hash']}:{piece.index}"))
+            chunks.append(
+                {
+                    "id": chunk_id,
+                    "document_id": doc["id"],
+                    "index": piece.index,
+                    "text": piece.text,
+                    "search_text": search_text(doc["title"], piece.headings, piece.text),
+                    "token_count": piece.token_count,
+                }
+            )
+    return chunks
 
 
 def _resolve(

@@ -8,7 +8,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -287,6 +287,10 @@ def _derived_key(owner: str, *parts: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+# A statement drawn from messages: (label, key, normalised value, properties, source message ids).
+_Item = tuple[str, str, str, dict[str, Any], list[str]]
+
+
 def _write_derived(
     project_id: str,
     conversation: dict[str, Any],
@@ -298,69 +302,28 @@ def _write_derived(
     itself superseded when the current one is newer); sources that were forgotten meanwhile make
     the statement go unwritten."""
     owner = _owner_key(conversation)
-    items: list[tuple[str, str, str, dict[str, Any], list[str]]] = []
-    for fact in derived.facts:
-        key = _derived_key(owner, fact.subject, fact.predicate)
-        props = {
-            "text": fact.text[:1000],
-            "subject": fact.subject,
-            "predicate": fact.predicate,
-            "object": fact.object,
-            "confidence": fact.confidence,
-            "accessibility": conversation.get("accessibility") or "shared",
-        }
-        items.append(("Fact", key, extraction.norm(fact.object), props, fact.source_ids))
-    for pref in derived.preferences:
-        key = _derived_key(owner, "preference", pref.value)
-        props = {
-            "text": pref.text[:1000],
-            "category": pref.category,
-            "value": pref.value,
-            "sentiment": pref.sentiment,
-            "accessibility": conversation.get("accessibility") or "shared",
-        }
-        items.append(("Preference", key, pref.sentiment, props, pref.source_ids))
+    items = _derived_items(owner, conversation, derived)
     if not items:
         return {"facts": 0, "preferences": 0, "superseded": 0}
-    texts = [props["text"] for _l, _k, _v, props, _s in items]
-    vectors = get_embedder().embed(texts)
+    vectors = get_embedder().embed([props["text"] for _l, _k, _v, props, _s in items])
     counts = {"facts": 0, "preferences": 0, "superseded": 0}
 
     def work(tx: ManagedTransaction) -> None:
-        sources = sorted({source for item in items for source in item[4]})
-        row = tx.run(cypher.SOURCES_ALIVE, ids=sources, project_id=project_id).single()
-        alive = set(row["ids"]) if row else set()
-        current: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-        for label in ("Fact", "Preference"):
-            keys = sorted({key for lab, key, _v, _p, _s in items if lab == label})
-            if keys:
-                query = cypher.DERIVED_CURRENT.format(label=label)
-                for found in tx.run(query, keys=keys, project_id=project_id):
-                    current[(label, found["key"])].append(found.data())
-        creates: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        additions: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        supersedes: dict[str, list[dict[str, str]]] = defaultdict(list)
-        new_preferences: list[str] = []
+        alive, current = _statements_on_record(tx, project_id, items)
+        plan = _DerivedPlan()
         # decided in order, so two statements of one job with the same key behave as if stored apart
-        for (label, key, value_norm, props, item_sources), vector in zip(items, vectors, strict=True):
+        for item, vector in zip(items, vectors, strict=True):
+            label, key, value_norm, props, item_sources = item
             alive_ids = [s for s in item_sources if s in alive]
             if not alive_ids:  # forgotten meanwhile: nothing drawn from it is written
                 continue
-            valid_from = max(timestamps.get(s, "") for s in alive_ids) or now_iso()
-            on_record = current[(label, key)]
-            same = next((r for r in on_record if r["value_norm"] == value_norm), None)
-            if same is not None:
-                additions[label].append({"id": same["id"], "sources": alive_ids})
-                continue
-            new_id = str(uuid.uuid4())
             node = {
                 **props,
-                "id": new_id,
                 "project_id": project_id,
                 "key": key,
                 "value_norm": value_norm,
                 "mode": derived.mode,
-                "valid_from": valid_from,
+                "valid_from": max(timestamps.get(s, "") for s in alive_ids) or now_iso(),
                 "source_message_ids": alive_ids,
                 "embedding": vector,
                 "conversation_id": conversation["id"],
@@ -370,46 +333,128 @@ def _write_derived(
                 "thread_id": conversation.get("thread_id"),
                 "scope_tokens": conversation.get("scope_tokens"),
             }
-            creates[label].append({"props": node, "sources": alive_ids})
-            counts["facts" if label == "Fact" else "preferences"] += 1
-            is_current = True
-            for other in list(on_record):
-                if other["valid_from"] and other["valid_from"] > valid_from:
-                    # the statement on record is newer: this one arrives already superseded
-                    supersedes[label].append({"new_id": other["id"], "old_id": new_id})
-                    is_current = False
-                else:
-                    supersedes[label].append({"new_id": new_id, "old_id": other["id"]})
-                    on_record.remove(other)
-                counts["superseded"] += 1
-            if is_current:
-                on_record.append({"id": new_id, "value_norm": value_norm, "valid_from": valid_from})
-            if label == "Preference":
-                new_preferences.append(new_id)
-        for label, rows in creates.items():
-            tx.run(cypher.DERIVED_CREATE.format(label=label), rows=rows, project_id=project_id).consume()
-        for label, rows in additions.items():
-            tx.run(cypher.DERIVED_ADD_SOURCES.format(label=label), rows=rows, project_id=project_id).consume()
-        for label, rows in supersedes.items():
-            tx.run(cypher.DERIVED_SUPERSEDE.format(label=label), rows=rows, project_id=project_id).consume()
-        if new_preferences and conversation.get("user_id"):
-            tx.run(
-                cypher.PROFILE_LINK,
-                project_id=project_id,
-                key=owner,
-                id=str(uuid.uuid4()),
-                user_id=conversation["user_id"],
-                application_id=conversation.get("application_id"),
-                scope_tokens=node_tokens(
-                    project_id,
-                    Scope(application_id=conversation.get("application_id"), user_id=conversation["user_id"]),
-                ),
-                now=now_iso(),
-                preference_ids=new_preferences,
-            ).consume()
+            plan.decide(label, node, current[(label, key)], counts)
+        plan.apply(tx, project_id)
+        if plan.new_preferences and conversation.get("user_id"):
+            _link_profile(tx, project_id, owner, conversation, plan.new_preferences)
 
     graph.write_tx(work)
     return counts
+
+
+def _derived_items(owner: str, conversation: dict[str, Any], derived: extraction.Derived) -> list[_Item]:
+    accessibility = conversation.get("accessibility") or "shared"
+    items: list[_Item] = []
+    for fact in derived.facts:
+        props = {
+            "text": fact.text[:1000],
+            "subject": fact.subject,
+            "predicate": fact.predicate,
+            "object": fact.object,
+            "confidence": fact.confidence,
+            "accessibility": accessibility,
+        }
+        key = _derived_key(owner, fact.subject, fact.predicate)
+        items.append(("Fact", key, extraction.norm(fact.object), props, fact.source_ids))
+    for pref in derived.preferences:
+        props = {
+            "text": pref.text[:1000],
+            "category": pref.category,
+            "value": pref.value,
+            "sentiment": pref.sentiment,
+            "accessibility": accessibility,
+        }
+        key = _derived_key(owner, "preference", pref.value)
+        items.append(("Preference", key, pref.sentiment, props, pref.source_ids))
+    return items
+
+
+def _statements_on_record(
+    tx: ManagedTransaction, project_id: str, items: list[_Item]
+) -> tuple[set[str], dict[tuple[str, str], list[dict[str, Any]]]]:
+    """The items' source messages that still exist, and the current statements of their keys."""
+    sources = sorted({source for item in items for source in item[4]})
+    row = tx.run(cypher.SOURCES_ALIVE, ids=sources, project_id=project_id).single()
+    alive = set(row["ids"]) if row else set()
+    current: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for label in ("Fact", "Preference"):
+        keys = sorted({key for lab, key, _v, _p, _s in items if lab == label})
+        if keys:
+            query = cypher.DERIVED_CURRENT.format(label=label)
+            for found in tx.run(query, keys=keys, project_id=project_id):
+                current[(label, found["key"])].append(found.data())
+    return alive, current
+
+
+@dataclass
+class _DerivedPlan:
+    """What one job's statements do to those on record: create, add sources, supersede."""
+
+    creates: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    additions: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    supersedes: dict[str, list[dict[str, str]]] = field(default_factory=lambda: defaultdict(list))
+    new_preferences: list[str] = field(default_factory=list)
+
+    def decide(
+        self, label: str, node: dict[str, Any], on_record: list[dict[str, Any]], counts: dict[str, int]
+    ) -> None:
+        """A statement with the value on record adds its sources to it; another value is created
+        and supersedes the statements on record, or is superseded by a newer one. `on_record` is
+        updated as if the statement were stored."""
+        sources, valid_from, value_norm = node["source_message_ids"], node["valid_from"], node["value_norm"]
+        same = next((r for r in on_record if r["value_norm"] == value_norm), None)
+        if same is not None:
+            self.additions[label].append({"id": same["id"], "sources": sources})
+            return
+        new_id = str(uuid.uuid4())
+        self.creates[label].append({"props": {**node, "id": new_id}, "sources": sources})
+        counts["facts" if label == "Fact" else "preferences"] += 1
+        is_current = True
+        for other in list(on_record):
+            if other["valid_from"] and other["valid_from"] > valid_from:
+                # the statement on record is newer: this one arrives already superseded
+                self.supersedes[label].append({"new_id": other["id"], "old_id": new_id})
+                is_current = False
+            else:
+                self.supersedes[label].append({"new_id": new_id, "old_id": other["id"]})
+                on_record.remove(other)
+            counts["superseded"] += 1
+        if is_current:
+            on_record.append({"id": new_id, "value_norm": value_norm, "valid_from": valid_from})
+        if label == "Preference":
+            self.new_preferences.append(new_id)
+
+    def apply(self, tx: ManagedTransaction, project_id: str) -> None:
+        for label, rows in self.creates.items():
+            tx.run(cypher.DERIVED_CREATE.format(label=label), rows=rows, project_id=project_id).consume()
+        for label, rows in self.additions.items():
+            tx.run(cypher.DERIVED_ADD_SOURCES.format(label=label), rows=rows, project_id=project_id).consume()
+        for label, rows in self.supersedes.items():
+            tx.run(cypher.DERIVED_SUPERSEDE.format(label=label), rows=rows, project_id=project_id).consume()
+
+
+def _link_profile(
+    tx: ManagedTransaction,
+    project_id: str,
+    owner: str,
+    conversation: dict[str, Any],
+    preference_ids: list[str],
+) -> None:
+    """The user's profile (one per owner key) links the new preferences."""
+    tx.run(
+        cypher.PROFILE_LINK,
+        project_id=project_id,
+        key=owner,
+        id=str(uuid.uuid4()),
+        user_id=conversation["user_id"],
+        application_id=conversation.get("application_id"),
+        scope_tokens=node_tokens(
+            project_id,
+            Scope(application_id=conversation.get("application_id"), user_id=conversation["user_id"]),
+        ),
+        now=now_iso(),
+        preference_ids=preference_ids,
+    ).consume()
 
 
 def _link_mentions(project_id: str, messages: list[dict[str, Any]]) -> int:

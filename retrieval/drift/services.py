@@ -12,6 +12,7 @@ import logging
 import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -25,13 +26,14 @@ from core.services import project_embedder_check
 from retrieval.drift import citations, selectors
 from retrieval.drift.dto import (
     ChunkInfo,
+    Community,
     DriftOutcome,
     Followup,
     FollowupContext,
     FollowupResult,
 )
 from retrieval.drift.progress import Reporter
-from retrieval.drift.strategies import Strategy, strategy_for
+from retrieval.drift.strategies import Primer, Strategy, strategy_for
 from retrieval.dto import Candidate, Scope
 from retrieval.retrievers import (
     FulltextRetriever,
@@ -129,52 +131,83 @@ def drift_search(
 def _pipeline(
     run: _Run, *, top_k: int, max_depth: int, max_followups: int, community_level: int | None
 ) -> DriftOutcome:
-    project_id, query = run.project_id, run.query
-    project_embedder_check(project=Project.objects.get(pk=project_id))
+    project_embedder_check(project=Project.objects.get(pk=run.project_id))
     ensure_schema()
-    stats = selectors.project_stats(project_id=project_id)
+    stats = selectors.project_stats(project_id=run.project_id)
     outcome_stats: dict[str, Any] = {"communities": 0, "followups": 0, "depth": 0, "chunks_retrieved": 0}
     if stats["chunks"] == 0:
         return _no_data(run, "The project has no chunks yet.", outcome_stats)
     embedder = get_embedder()
+    expanded = _expand_query(run, embedder)
+    communities, samples = _retrieve_communities(
+        run, expanded.vector, stats, top_k=top_k, community_level=community_level, embedder=embedder
+    )
+    outcome_stats["communities"] = len(communities)
+    if not expanded.relevant:
+        return _no_data(run, "Nothing in the project is close to this question.", outcome_stats)
+    primer = _prime(run, communities, samples, evidence=expanded.evidence, max_followups=max_followups)
+    results = _follow_up(
+        run, primer, max_depth=max_depth, max_followups=max_followups, embedder=embedder, stats=outcome_stats
+    )
+    outcome_stats["followups"] = len(results)
+    outcome_stats["chunks_retrieved"] = len(run.valid_ids)
+    return _aggregate(run, primer, results, outcome_stats)
 
-    # --- expanding_query: HyDE (with an LLM) or pseudo-relevance feedback (without) ---------------------
+
+@dataclass
+class _Expanded:
+    vector: list[float]  # of the question with its expansion: the primer and follow-ups search by it
+    relevant: bool  # something in the project is close to the question itself
+    evidence: list[ChunkInfo]  # extractive mode: the question's own graph search
+
+
+def _expand_query(run: _Run, embedder: Any) -> _Expanded:
+    """expanding_query: HyDE (with an LLM) or pseudo-relevance feedback from the question's own graph
+    search (without); the question's vector and relevance check run meanwhile."""
     run.reporter.phase("expanding_query", "Expanding the question (HyDE)")
     t = time.perf_counter()
 
     def question_check() -> tuple[list[float], bool]:
-        query_vector = embedder.embed_one(query)
+        query_vector = embedder.embed_one(run.query)
         return query_vector, _relevant(run, query_vector=query_vector)
 
-    # the question's own vector and the relevance check do not need HyDE: they run while the model
-    # writes the hypothetical answer
     checked = _pool.submit(contextvars.copy_context().run, question_check)
     hits: list[ChunkInfo] = []
     if run.strategy.mode == "extractive":
-        # the question's own graph search: its best chunks expand the query and stand as evidence
-        # beside the follow-ups' answers. DRIFT's expansion is itself a feedback step: hybrid's own
-        # feedback round is not run here
-        found = GraphRetriever(scope=Scope(project_id=project_id), feedback=False).search(
-            Query(text=query, embed=embedder.embed_one), limit=EVIDENCE_CHUNKS
+        # DRIFT's expansion is itself a feedback step: hybrid's own feedback round is not run here
+        found = GraphRetriever(scope=Scope(project_id=run.project_id), feedback=False).search(
+            Query(text=run.query, embed=embedder.embed_one), limit=EVIDENCE_CHUNKS
         )
         hits = _hydrate(run, [(c.chunk_id, c.score) for c in found])
-    expansion = run.strategy.expand(query, hits=hits[:EXPANSION_CHUNKS])
+    expansion = run.strategy.expand(run.query, hits=hits[:EXPANSION_CHUNKS])
     run.timed("expanding_query", t)
     t = time.perf_counter()
     query_vector, relevant = checked.result()
-    vector = embedder.embed_one(f"{query}\n\n{expansion}") if expansion else query_vector
+    vector = embedder.embed_one(f"{run.query}\n\n{expansion}") if expansion else query_vector
     run.timed("embedding", t)
     run.reporter.phase(
         "expanding_query",
         "Query expanded",
         f"**Hypothetical answer:** {expansion[:400]}" if expansion else "No expansion",
     )
+    return _Expanded(vector=vector, relevant=relevant, evidence=hits)
 
-    # --- retrieving_communities: hierarchical primer ---------------------------------------------------
+
+def _retrieve_communities(
+    run: _Run,
+    vector: list[float],
+    stats: dict[str, Any],
+    *,
+    top_k: int,
+    community_level: int | None,
+    embedder: Any,
+) -> tuple[list[Community], dict[str, list[ChunkInfo]]]:
+    """retrieving_communities: the hierarchical primer's communities and sample chunks of each; with
+    no community graph (yet), the project's closest chunks stand in."""
     run.reporter.phase("retrieving_communities", "Finding the communities closest to the question")
     t = time.perf_counter()
     communities = selectors.primer_communities(
-        project_id=project_id,
+        project_id=run.project_id,
         vector=vector,
         k=top_k,
         max_level=stats["max_level"],
@@ -183,22 +216,31 @@ def _pipeline(
         population=stats["population"],
     )
     samples = selectors.sample_chunks(
-        project_id=project_id,
+        project_id=run.project_id,
         community_ids=[c.id for c in communities],
         vector=vector,
         per=settings.DRIFT_SAMPLE_CHUNKS,
     )
     run.remember([chunk for chunks in samples.values() for chunk in chunks])
-    if not communities:  # no community graph (yet): the project's closest chunks stand in
-        found = GraphRetriever(scope=Scope(project_id=project_id), feedback=False).search(
-            Query(text=query, embed=embedder.embed_one, _vector=vector),
+    if not communities:
+        found = GraphRetriever(scope=Scope(project_id=run.project_id), feedback=False).search(
+            Query(text=run.query, embed=embedder.embed_one, _vector=vector),
             limit=settings.DRIFT_SAMPLE_CHUNKS * 2,
         )
         _hydrate(run, [(c.chunk_id, c.score) for c in found])
     run.timed("retrieving_communities", t)
-    outcome_stats["communities"] = len(communities)
-    if not relevant:
-        return _no_data(run, "Nothing in the project is close to this question.", outcome_stats)
+    return communities, samples
+
+
+def _prime(
+    run: _Run,
+    communities: list[Community],
+    samples: dict[str, list[ChunkInfo]],
+    *,
+    evidence: list[ChunkInfo],
+    max_followups: int,
+) -> Primer:
+    """The primer's first follow-ups; the primer communities' chunk sets are read meanwhile."""
     levels = sorted({c.level for c in communities}, reverse=True)
     run.reporter.phase(
         "retrieving_communities",
@@ -207,19 +249,24 @@ def _pipeline(
         "\n".join(f"- **{c.title}** (level {c.level}, score {c.score:.3f})" for c in communities),
     )
     t = time.perf_counter()
-    # follow-ups target primer communities: their chunk sets are read while the model primes
     for com in communities:
         run.scopes[com.id] = _pool.submit(
-            selectors.community_scope, project_id=project_id, community_ids=[com.id]
+            selectors.community_scope, project_id=run.project_id, community_ids=[com.id]
         )
-    primer = run.strategy.primer(query, communities, samples, max_followups=max_followups)
-    primer.evidence = hits
+    primer = run.strategy.primer(run.query, communities, samples, max_followups=max_followups)
+    primer.evidence = evidence
     run.timed("primer", t)
     if not communities:
         for f in primer.followups:
             f.targets = []
+    return primer
 
-    # --- executing_followup: rounds of concurrent, community-scoped follow-ups -------------------------
+
+def _follow_up(
+    run: _Run, primer: Primer, *, max_depth: int, max_followups: int, embedder: Any, stats: dict[str, Any]
+) -> list[FollowupResult]:
+    """executing_followup: rounds of concurrent, community-scoped follow-ups; each round asks the
+    new follow-ups of the most confident answers that want to go on."""
     results: list[FollowupResult] = []
     pending = primer.followups[:max_followups]
     for depth in range(1, max_depth + 1):
@@ -229,7 +276,7 @@ def _pipeline(
             f.depth = depth
         round_results = _round(run, pending, depth=depth, max_depth=max_depth, embedder=embedder)
         results += round_results
-        outcome_stats["depth"] = depth
+        stats["depth"] = depth
         ranked = sorted((r for r in round_results if r.should_continue), key=lambda r: -r.confidence)
         asked = {f.question.lower() for f in [*primer.followups, *(r.followup for r in results)]}
         pending = []
@@ -238,10 +285,13 @@ def _pipeline(
                 if f.question.lower() not in asked and len(pending) < max_followups:
                     asked.add(f.question.lower())
                     pending.append(f)
-    outcome_stats["followups"] = len(results)
-    outcome_stats["chunks_retrieved"] = len(run.valid_ids)
+    return results
 
-    # --- aggregating_results ----------------------------------------------------------------------------
+
+def _aggregate(
+    run: _Run, primer: Primer, results: list[FollowupResult], stats: dict[str, Any]
+) -> DriftOutcome:
+    """aggregating_results: the final answer and its key facts, citations mapped to known chunks."""
     cited = {c["chunk_id"]: c for r in results for c in r.citations}
     names = citations.document_names(cited.values())
     run.reporter.phase(
@@ -250,7 +300,7 @@ def _pipeline(
         ("**Sources:** " + ", ".join(names)) if names else "",
     )
     t = time.perf_counter()
-    aggregate = run.strategy.aggregate(query, primer, results, known=run.known)
+    aggregate = run.strategy.aggregate(run.query, primer, results, known=run.known)
     run.timed("aggregating_results", t)
     key_facts = [
         {
@@ -270,7 +320,7 @@ def _pipeline(
         key_facts=key_facts,
         residual_uncertainty=aggregate.residual_uncertainty,
         mode=run.strategy.mode,
-        stats=outcome_stats,
+        stats=stats,
     )
 
 
