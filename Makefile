@@ -8,7 +8,7 @@ WHEELS_HASH := $(shell cat tests/clients/offline-requirements.txt | sha256sum | 
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test bench deps system-deps python-deps launcher lint clean-var
+.PHONY: run test test-unit bench deps system-deps python-deps launcher lint clean-var
 
 ## run: the whole platform on the embedded default (Neo4j, Redis, SQLite, local embeddings)
 run: deps
@@ -17,6 +17,10 @@ run: deps
 ## test: install what is missing, start Neo4j and Redis for the session, run the whole suite
 test: deps
 	cd $(CURDIR) && $(PY) -m pytest $(PYTEST_ARGS)
+
+## test-unit: the pure-logic tests only (marked `unit`), no Neo4j or Redis started; `make test` runs them too
+test-unit: python-deps
+	cd $(CURDIR) && TEST_TIER=unit $(PY) -m pytest -m unit -q $(PYTEST_ARGS)
 
 ## bench: benchmarks; figures go to bench/results/
 bench: deps

@@ -1,7 +1,9 @@
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from core.models import ApiKey, Project
+from core.errors import Conflict
+from core.jobs import job_rerun
+from core.models import ApiKey, Job, Project
 from core.services import api_key_revoke
 
 
@@ -47,3 +49,51 @@ class ApiKeyAdmin(admin.ModelAdmin):
             api_key_revoke(key_id=key.pk)
             count += 1
         self.message_user(request, f"revoked {count} key(s)", messages.SUCCESS)
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    """Background jobs, read-only; a failed one can be run again with the inputs it was given."""
+
+    list_display = ("kind", "status", "phase", "progress_pct", "project", "created_at", "finished_at")
+    list_filter = ("status", "kind", "project")
+    search_fields = ("id", "kind", "project__name")
+    readonly_fields = (
+        "id",
+        "project",
+        "kind",
+        "task",
+        "queue",
+        "inputs",
+        "status",
+        "phase",
+        "progress_pct",
+        "counts",
+        "errors",
+        "token_usage",
+        "timings",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
+    actions = ["rerun"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.action(description="Re-run selected failed jobs")
+    def rerun(self, request: HttpRequest, queryset: object) -> None:
+        queued, refused = 0, []
+        for job in queryset:  # type: ignore[attr-defined]
+            try:
+                job_rerun(job_id=job.pk)
+                queued += 1
+            except Conflict as exc:
+                refused.append(f"{job.kind} {job.pk}: {exc.message}")
+        if queued:
+            self.message_user(request, f"queued {queued} job(s) again", messages.SUCCESS)
+        for reason in refused:
+            self.message_user(request, reason, messages.WARNING)

@@ -139,6 +139,10 @@ class Job(models.Model):
     id = models.CharField(primary_key=True, max_length=36, default=_uuid_str, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
     kind = models.CharField(max_length=40)
+    # what runs it: the Celery task (called with the job id), its queue, and what it was asked
+    task = models.CharField(max_length=200, blank=True, default="")
+    queue = models.CharField(max_length=200, blank=True, default="")
+    inputs = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     phase = models.CharField(max_length=40, default="queued")
     progress_pct = models.PositiveSmallIntegerField(default=0)

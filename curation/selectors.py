@@ -13,6 +13,7 @@ from core import graph
 from core.errors import InvalidInput, NotFound
 from curation import cypher
 from curation.models import ErasureRequest
+from memory.retention import conversation_privacy_get as memory_conversation_privacy
 from memory.scope import Scope, lucene_filter
 from memory.services import TIMESTAMP_FORMAT
 from retrieval import lucene
@@ -269,10 +270,10 @@ def graph_detail(*, kind_name: str, node_id: str) -> dict[str, Any]:
 
 
 def conversation_privacy_get(*, project_id: str, conversation_id: str) -> dict[str, Any]:
-    rows = graph.read(cypher.CONVERSATION_PRIVACY_GET, project_id=project_id, id=conversation_id)
-    if not rows:
+    conversation = memory_conversation_privacy(project_id=project_id, conversation_id=conversation_id)
+    if conversation is None:
         raise NotFound("no such conversation in this project")
-    return dict(rows[0]["conversation"])
+    return conversation
 
 
 def erasure_request_get(*, project_id: str, request_id: str) -> ErasureRequest:

@@ -3,7 +3,6 @@ and the audit entry every one of them leaves. Reads are in curation.selectors.""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import Counter, defaultdict
@@ -15,20 +14,22 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from core import graph
-from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from core.graph.schema import ensure_schema
+from core.jobs import broker_ensure, job_enqueue
 from core.models import ACCESSIBILITY, Project
 from core.pii import PLACEHOLDERS, anonymise
 from core.progress import ProgressEvent, publish
-from core.task_runs import broker_ensure
-from curation import cypher
 from curation.models import AuditEntry, ErasureRequest, PolicyRun, RetentionPolicy
+from knowledge import retention as knowledge_retention
 from knowledge.dto import DocumentInput
+from knowledge.selectors import document_source
 from knowledge.services import document_delete, document_redact, documents_submit
+from memory import retention as memory_retention
+from memory.retention import MessageRewrite, MessageText, PrivacyChange
 from memory.scope import Scope
 from memory.services import TIMESTAMP_FORMAT, memories_consolidate, memories_forget
+from sessions_graph.services import user_erase
 
 logger = logging.getLogger(__name__)
 
@@ -82,20 +83,20 @@ def conversation_privacy_set(
             f"accessibility must be one of {', '.join(ACCESSIBILITY)}", details={"field": "accessibility"}
         )
     ensure_schema()
-    rows = graph.write(
-        cypher.PRIVACY_SET,
+    conversation = memory_retention.conversation_privacy_set(
         project_id=project_id,
-        id=conversation_id,
-        set_retention=retention_days is not UNSET,
-        retention_days=None if retention_days is UNSET else retention_days,
-        anonymize=anonymize,
-        accessibility=accessibility,
-        set_expires=expires_at is not UNSET,
-        expires_at=None if expires_at is UNSET or expires_at is None else _iso(expires_at),
+        conversation_id=conversation_id,
+        change=PrivacyChange(
+            set_retention=retention_days is not UNSET,
+            retention_days=None if retention_days is UNSET else retention_days,
+            anonymize=anonymize,
+            accessibility=accessibility,
+            set_expires=expires_at is not UNSET,
+            expires_at=None if expires_at is UNSET or expires_at is None else _iso(expires_at),
+        ),
     )
-    if not rows:
+    if conversation is None:
         raise NotFound("no such conversation in this project")
-    conversation = rows[0]["conversation"]
     changed = {
         "retention_days": None if retention_days is UNSET else retention_days,
         "anonymize": anonymize,
@@ -110,7 +111,7 @@ def conversation_privacy_set(
         target_id=conversation_id,
         details={"set": {k: v for k, v in changed.items() if v is not None}},
     )
-    return dict(conversation)
+    return conversation
 
 
 PROJECT_PRIVACY_FIELDS = (
@@ -153,73 +154,48 @@ def project_privacy_set(*, project_id: str, actor: str, **changes: Any) -> dict[
 # --- anonymisation ------------------------------------------------------------------------------------------
 
 
-def _anonymise_rows(project_id: str, rows: list[dict[str, Any]], known: Iterable[str] = ()) -> Counter[str]:
-    """Anonymise a batch of messages: text and author replaced, embedding recomputed, everything
-    drawn from them removed (facts, preferences, covering summaries, entity mentions)."""
+def _anonymise_rows(project_id: str, rows: list[MessageText], known: Iterable[str] = ()) -> Counter[str]:
+    """Anonymise a batch of messages: text and author replaced (the memory app re-embeds them and
+    removes what was drawn from the originals: facts, preferences, covering summaries, mentions)."""
     if not rows:
         return Counter()
-    names = {*known, *(r["author_name"] for r in rows if r.get("author_name"))}
-    results = []
+    names = {*known, *(r.author_name for r in rows if r.author_name)}
     for row in rows:  # a name found by cue in one message is replaced in every message of the batch
-        names |= anonymise(row["text"] or "", known_names=names, phone_region=settings.PII_PHONE_REGION).names
+        names |= anonymise(row.text, known_names=names, phone_region=settings.PII_PHONE_REGION).names
     counts: Counter[str] = Counter()
+    rewrites = []
     for row in rows:
-        result = anonymise(row["text"] or "", known_names=names, phone_region=settings.PII_PHONE_REGION)
+        result = anonymise(row.text, known_names=names, phone_region=settings.PII_PHONE_REGION)
         counts.update(result.counts)
-        results.append(result.text)
-    vectors = get_embedder().embed(results)
-    ids = [r["id"] for r in rows]
-    derived = graph.write(cypher.PURGE_DERIVED, project_id=project_id, ids=ids)
-    graph.write(
-        cypher.MESSAGES_ANONYMISE,
-        project_id=project_id,
-        now=_iso(datetime.now(UTC)),
-        rows=[
-            {
-                "id": r["id"],
-                "text": text,
-                "author_name": PLACEHOLDERS["person"] if r.get("author_name") else None,
-                "embedding": vector,
-            }
-            for r, text, vector in zip(rows, results, vectors, strict=True)
-        ],
-    )
-    counts["messages"] += len(rows)
-    if derived:
-        counts["derived"] += int(derived[0]["derived"] or 0)
-        counts["summaries"] += int(derived[0]["summaries"] or 0)
+        author = PLACEHOLDERS["person"] if row.author_name else None
+        rewrites.append(MessageRewrite(id=row.id, text=result.text, author_name=author))
+    counts += memory_retention.messages_anonymised_write(project_id=project_id, rewrites=rewrites)
     return counts
 
 
 def conversation_anonymise(*, project_id: str, conversation_id: str) -> Counter[str]:
-    names = graph.read(cypher.CONVERSATION_NAMES, project_id=project_id, conversation_id=conversation_id)
-    known = names[0]["names"] if names else []
+    known = memory_retention.conversation_author_names(project_id=project_id, conversation_id=conversation_id)
     counts: Counter[str] = Counter()
     while True:
-        rows = graph.read(
-            cypher.CONVERSATION_MESSAGES_BATCH,
-            project_id=project_id,
-            conversation_id=conversation_id,
-            batch=settings.RETENTION_BATCH,
+        rows = memory_retention.conversation_plain_messages(
+            project_id=project_id, conversation_id=conversation_id, batch=settings.RETENTION_BATCH
         )
         if not rows:
             break
         counts += _anonymise_rows(project_id, rows, known)
-    written = graph.write(
-        cypher.CONVERSATION_ANONYMISED,
-        project_id=project_id,
-        conversation_id=conversation_id,
-        now=_iso(datetime.now(UTC)),
+    counts["summaries"] += memory_retention.conversation_anonymised_mark(
+        project_id=project_id, conversation_id=conversation_id
     )
-    if written:
-        counts["summaries"] += int(written[0]["summaries"])
     counts["conversations"] += 1
     return counts
 
 
 def conversation_anonymise_now(*, project_id: str, conversation_id: str, actor: str) -> dict[str, int]:
     """A curator anonymises one conversation at once (the admin's button). Audited."""
-    if not graph.read(cypher.CONVERSATION_EXISTS, id=conversation_id, project_id=project_id):
+    if (
+        memory_retention.conversation_privacy_get(project_id=project_id, conversation_id=conversation_id)
+        is None
+    ):
         raise NotFound("no such conversation in this project")
     counts = dict(conversation_anonymise(project_id=project_id, conversation_id=conversation_id))
     audit_record(
@@ -238,10 +214,7 @@ def document_anonymise(*, project_id: str, document_id: str, actor: str) -> dict
     again from that text, so chunks, embeddings, entities and relations are re-derived from the
     anonymised text and what only the original supported goes (the ingestion's replacement). A
     document without a source path gets a new id; the original is deleted at once."""
-    rows = graph.read(cypher.DOCUMENT_SOURCE, project_id=project_id, id=document_id)
-    if not rows:
-        raise NotFound("no such document in this project")
-    doc = rows[0]["doc"]
+    doc = document_source(project_id=project_id, document_id=document_id)
     redacted = document_redact(
         DocumentInput(
             title=doc["title"] or "untitled",
@@ -249,7 +222,7 @@ def document_anonymise(*, project_id: str, document_id: str, actor: str) -> dict
             source_path=doc["source_path"],
             mime_type=doc["mime_type"] or "text/plain",
             author=doc["author"],
-            metadata=json.loads(doc["metadata_json"]) if doc["metadata_json"] else {},
+            metadata=doc["metadata"],
         )
     )
     if not redacted.text.strip():
@@ -273,27 +246,6 @@ def document_anonymise(*, project_id: str, document_id: str, actor: str) -> dict
     return result
 
 
-def conversation_delete(*, project_id: str, conversation_id: str) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    while True:
-        row = graph.write(
-            cypher.CONVERSATION_DELETE_MESSAGES,
-            project_id=project_id,
-            conversation_id=conversation_id,
-            batch=settings.RETENTION_BATCH,
-        )[0]
-        counts["messages"] += int(row["deleted"])
-        counts["derived"] += int(row["derived"])
-        if row["deleted"] < settings.RETENTION_BATCH:
-            break
-    row = graph.write(cypher.CONVERSATION_DELETE, project_id=project_id, conversation_id=conversation_id)[0]
-    if row["deleted"]:
-        counts["conversations"] += 1
-        counts["summaries"] += int(row["stragglers"] or 0)
-        counts["derived"] += int(row["derived"] or 0)
-    return counts
-
-
 # --- retention ----------------------------------------------------------------------------------------------
 
 
@@ -313,31 +265,25 @@ def _cutoff(policy: RetentionPolicy, now: datetime) -> datetime:
 def _preview(policy: RetentionPolicy, project_id: str, cutoff: datetime) -> dict[str, Any]:
     kind, action = policy.kind, policy.action
     if kind == RetentionPolicy.Kind.MESSAGES:
-        row = graph.read(
-            cypher.MESSAGES_PREVIEW,
-            project_id=project_id,
-            cutoff=_iso(cutoff),
-            only_plain=action == RetentionPolicy.Action.ANONYMISE,
-        )[0]
+        messages, conversations = memory_retention.messages_before_count(
+            project_id=project_id, cutoff=_iso(cutoff), only_plain=action == RetentionPolicy.Action.ANONYMISE
+        )
         verb = {
             "anonymise": "anonymise",
             "delete": "delete",
             "summarise_then_delete": "summarise, then delete",
         }
         return {
-            "messages": row["messages"],
-            "conversations": row["conversations"],
-            "summary": f"this will {verb[action]} {row['messages']} messages "
-            f"in {row['conversations']} conversations",
+            "messages": messages,
+            "conversations": conversations,
+            "summary": f"this will {verb[action]} {messages} messages in {conversations} conversations",
         }
     if kind == RetentionPolicy.Kind.EXPIRED_CONVERSATIONS:
-        rows = graph.read(
-            cypher.EXPIRED_PREVIEW,
+        by = memory_retention.conversations_expired_count(
             project_id=project_id,
             cutoff=cutoff.astimezone(UTC).isoformat(),
             force_anonymise=action == RetentionPolicy.Action.ANONYMISE,
         )
-        by = {r["action"]: r for r in rows}
         parts = [
             f"{'anonymise' if a == 'anonymise' else 'delete'} {by[a]['messages']} messages in "
             f"{by[a]['conversations']} conversations"
@@ -345,30 +291,25 @@ def _preview(policy: RetentionPolicy, project_id: str, cutoff: datetime) -> dict
             if a in by
         ]
         return {
-            "conversations": sum(r["conversations"] for r in rows),
-            "messages": sum(r["messages"] for r in rows),
+            "conversations": sum(r["conversations"] for r in by.values()),
+            "messages": sum(r["messages"] for r in by.values()),
             "to_anonymise": by.get("anonymise", {}).get("conversations", 0),
             "to_delete": by.get("delete", {}).get("conversations", 0),
             "summary": "this will " + " and ".join(parts) if parts else "nothing has expired",
         }
-    row = graph.read(cypher.ENTITIES_PREVIEW, project_id=project_id, cutoff=_iso(cutoff))[0]
+    orphans = knowledge_retention.entities_orphaned_count(project_id=project_id, cutoff=_iso(cutoff))
     return {
-        "entities": row["entities"],
-        "newly_orphaned": row["newly_orphaned"],
-        "summary": f"this will delete {row['entities']} orphaned entities"
-        + (
-            f" (and start the clock on {row['newly_orphaned']} newly orphaned ones)"
-            if row["newly_orphaned"]
-            else ""
-        ),
+        "entities": orphans.prunable,
+        "newly_orphaned": orphans.unstamped,
+        "summary": f"this will delete {orphans.prunable} orphaned entities"
+        + (f" (and start the clock on {orphans.unstamped} newly orphaned ones)" if orphans.unstamped else ""),
     }
 
 
 def _messages_step(run: PolicyRun, action: str) -> Step:
     project_id, cutoff, batch = run.project_id, _iso(run.cutoff), settings.RETENTION_BATCH
     if action == RetentionPolicy.Action.ANONYMISE:
-        rows = graph.read(
-            cypher.MESSAGES_OLD_BATCH,
+        rows = memory_retention.messages_before_plain_page(
             project_id=project_id,
             cutoff=cutoff,
             after_ts=run.cursor.get("after_ts", ""),
@@ -376,22 +317,13 @@ def _messages_step(run: PolicyRun, action: str) -> Step:
             batch=batch,
         )
         counts = _anonymise_rows(project_id, rows)
-        cursor = {"after_ts": rows[-1]["timestamp"], "after_id": rows[-1]["id"]} if rows else run.cursor
+        cursor = {"after_ts": rows[-1].timestamp, "after_id": rows[-1].id} if rows else run.cursor
         return Step(counts, cursor, len(rows) < batch)
     if action == RetentionPolicy.Action.DELETE:
-        ids = graph.read(cypher.MESSAGES_DELETE_BATCH, project_id=project_id, cutoff=cutoff, batch=batch)[0][
-            "ids"
-        ]
-        removed: Counter[str] = Counter()
-        if ids:
-            purged = graph.write(cypher.PURGE_DERIVED, project_id=project_id, ids=ids)
-            if purged:
-                removed["derived"] += int(purged[0]["derived"] or 0)
-                removed["summaries"] += int(purged[0]["summaries"] or 0)
-            removed["messages"] += int(
-                graph.write(cypher.MESSAGES_DELETE, project_id=project_id, ids=ids)[0]["deleted"] or 0
-            )
-        return Step(removed, run.cursor, len(ids) < batch)
+        removed, more = memory_retention.messages_before_delete(
+            project_id=project_id, cutoff=cutoff, batch=batch
+        )
+        return Step(removed, run.cursor, not more)
     # summarise, then delete: the memory app's consolidation (what the messages supported stays)
     totals = memories_consolidate(project_id=project_id, scope=None, older_than_days=0, cutoff=run.cutoff)
     return Step(
@@ -402,51 +334,42 @@ def _messages_step(run: PolicyRun, action: str) -> Step:
 
 
 def _expired_step(run: PolicyRun, action: str) -> Step:
-    rows = graph.read(
-        cypher.EXPIRED_NEXT,
+    page = memory_retention.conversations_expired_page(
         project_id=run.project_id,
         cutoff=run.cutoff.astimezone(UTC).isoformat(),
         after_id=run.cursor.get("after_id", ""),
         batch=10,
     )
     counts: Counter[str] = Counter()
-    for row in rows:
-        if action == RetentionPolicy.Action.ANONYMISE or row["anonymize"]:
-            done = conversation_anonymise(project_id=run.project_id, conversation_id=row["id"])
+    for conversation_id, asks_anonymisation in page:
+        if action == RetentionPolicy.Action.ANONYMISE or asks_anonymisation:
+            done = conversation_anonymise(project_id=run.project_id, conversation_id=conversation_id)
             counts["anonymised_conversations"] += 1
         else:
-            done = conversation_delete(project_id=run.project_id, conversation_id=row["id"])
+            done = memory_retention.conversation_delete(
+                project_id=run.project_id, conversation_id=conversation_id
+            )
             counts["deleted_conversations"] += 1
         done.pop("conversations", None)
         counts += done
-    cursor = {"after_id": rows[-1]["id"]} if rows else run.cursor
-    return Step(counts, cursor, len(rows) < 10)
+    cursor = {"after_id": page[-1][0]} if page else run.cursor
+    return Step(counts, cursor, len(page) < 10)
 
 
 def _entities_step(run: PolicyRun, action: str) -> Step:
     project_id, batch = run.project_id, settings.RETENTION_BATCH
     counts: Counter[str] = Counter()
     if not run.cursor.get("stamped"):
-        counts["unstamped"] += int(
-            graph.write(cypher.ENTITIES_UNSTAMP, project_id=project_id)[0]["unstamped"]
+        unstamped, stamped = knowledge_retention.entities_orphans_stamp(
+            project_id=project_id, now=_iso(datetime.now(UTC)), batch=batch
         )
-        now = _iso(datetime.now(UTC))
-        while True:
-            stamped = int(
-                graph.write(cypher.ENTITIES_STAMP, project_id=project_id, now=now, batch=batch)[0]["stamped"]
-            )
-            counts["newly_orphaned"] += stamped
-            if stamped < batch:
-                break
+        counts["unstamped"] += unstamped
+        counts["newly_orphaned"] += stamped
         return Step(counts, {"stamped": True}, False)
-    deleted = int(
-        graph.write(cypher.ENTITIES_PRUNE, project_id=project_id, cutoff=_iso(run.cutoff), batch=batch)[0][
-            "deleted"
-        ]
+    deleted = knowledge_retention.entities_orphans_prune(
+        project_id=project_id, cutoff=_iso(run.cutoff), batch=batch
     )
     counts["entities"] += deleted
-    if deleted:
-        graph.write(cypher.COMMUNITIES_STALE, project_id=project_id)
     return Step(counts, run.cursor, deleted < batch)
 
 
@@ -500,14 +423,10 @@ def policy_runs_create(*, policy_id: int, actor: str, project_id: str | None = N
 
 def policy_runs_queue(*, policy_id: int, actor: str) -> list[str]:
     """A run per project of the policy, queued on Celery after commit. Returns the run ids."""
-    from curation.tasks import retention_run
-
     with transaction.atomic():
         ids = policy_runs_create(policy_id=policy_id, actor=actor)
         for run_id in ids:
-            transaction.on_commit(
-                lambda run_id=run_id: retention_run.apply_async((run_id,), queue=settings.RETENTION_QUEUE)
-            )
+            job_enqueue(task="curation.tasks.retention_run", args=(run_id,), queue=settings.RETENTION_QUEUE)
     return ids
 
 
@@ -592,8 +511,6 @@ def policy_run_fail(*, run_id: str, error: str) -> None:
 
 
 def erasure_request_create(*, project_id: str, user_id: str, actor: str) -> ErasureRequest:
-    from curation.tasks import erasure_run
-
     if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 256 or "\x00" in user_id:
         raise InvalidInput(
             "user_id must be a non-blank string of at most 256 characters", details={"field": "user_id"}
@@ -605,7 +522,7 @@ def erasure_request_create(*, project_id: str, user_id: str, actor: str) -> Eras
         request = ErasureRequest.objects.create(
             project_id=project_id, user_id=user_id, requested_by=actor[:200]
         )
-        transaction.on_commit(lambda: erasure_run.apply_async((request.id,), queue=settings.RETENTION_QUEUE))
+        job_enqueue(task="curation.tasks.erasure_run", args=(request.id,), queue=settings.RETENTION_QUEUE)
     return request
 
 
@@ -624,17 +541,8 @@ def erasure_execute(*, request_id: str) -> ErasureRequest:
     )
     counts: dict[str, int] = defaultdict(int)
     counts.update({k: int(v) for k, v in forgotten.erased.items()})
-    while True:
-        row = graph.write(
-            cypher.USER_SESSIONS_BATCH, project_id=project_id, user_id=user_id, batch=settings.RETENTION_BATCH
-        )[0]
-        for key in ("sessions", "events", "tool_calls"):
-            counts[key] += int(row[key] or 0)
-        if row["sessions"] < settings.RETENTION_BATCH:
-            break
-    row = graph.write(cypher.USER_STATE_DELETE, project_id=project_id, user_id=user_id)[0]
-    counts["user_states"] += int(row["user_states"])
-    counts["users"] += int(row["users"])
+    for key, n in user_erase(project_id=project_id, user_id=user_id, batch=settings.RETENTION_BATCH).items():
+        counts[key] += n
     counts = {k: v for k, v in counts.items() if v}
     took_ms = round((time.perf_counter() - started) * 1000, 1)
     status = ErasureRequest.Status.SUCCEEDED if counts else ErasureRequest.Status.NOTHING_TO_ERASE

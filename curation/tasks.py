@@ -7,7 +7,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 
 from core.errors import DependencyUnavailable
-from core.task_runs import run_with_retries
+from core.jobs import run_with_retries
 from curation import services
 
 

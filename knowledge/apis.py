@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -266,11 +265,5 @@ class CommunitiesRebuildApi(ProjectApi):
 
     @extend_schema(request=None, responses={202: None})
     def post(self, request: Request, project_id: str) -> Response:
-        from knowledge.tasks import communities_rebuild_job
-
-        with services.communities_job_lock(project_id=project_id), transaction.atomic():
-            job, created = services.communities_job_get_or_create(project_id=project_id)
-            if created:
-                queue = settings.INGEST_QUEUE
-                transaction.on_commit(lambda: communities_rebuild_job.apply_async((job.id,), queue=queue))
+        job, created = services.communities_rebuild_submit(project_id=project_id)
         return Response({"job_id": job.id, "coalesced": not created}, status=status.HTTP_202_ACCEPTED)

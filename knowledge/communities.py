@@ -14,17 +14,19 @@ from collections import defaultdict
 from typing import Any
 
 import graspologic_native as gn
+from celery import current_app
 from django.conf import settings
-from django.utils import timezone
 from neo4j import ManagedTransaction
 from pydantic import BaseModel, Field
 
 from core import graph
 from core.embeddings import get_embedder
+from core.jobs import job_create, job_fail
+from core.jobs.tasks import JobOutcome, failure_reason, job_execute
 from core.llm.client import chat_json, llm_configured
 from core.llm.usage import usage_meter
 from core.models import Job
-from core.progress import ProgressEvent, publish
+from core.progress import job_progress
 from core.redis_client import get_redis
 from knowledge import cypher
 
@@ -114,7 +116,15 @@ def _summarise(members: list[dict[str, Any]]) -> tuple[str, str, float | None]:
     return title, summary, None
 
 
-def communities_rebuild(*, project_id: str, job: Job | None = None) -> dict[str, Any]:
+# the task that runs a rebuild job (knowledge.tasks), named here so a job can be created without it
+REBUILD_TASK = "knowledge.tasks.communities_rebuild_job"
+
+
+def _rebuild_work(job: Job) -> JobOutcome:
+    return communities_rebuild(project_id=job.project_id, job=job)
+
+
+def communities_rebuild(*, project_id: str, job: Job | None = None) -> JobOutcome:
     """Rebuild a project's communities; rebuilds of one project run one at a time (Redis lock)."""
     lock = get_redis().lock(f"kp:communities:lock:{project_id}", timeout=3600, blocking_timeout=1800)
     if not lock.acquire():
@@ -128,22 +138,12 @@ def communities_rebuild(*, project_id: str, job: Job | None = None) -> dict[str,
             logger.warning("community lock of %s had expired", project_id)
 
 
-def _rebuild(*, project_id: str, job: Job | None) -> dict[str, Any]:
+def _rebuild(*, project_id: str, job: Job | None) -> JobOutcome:
     started = time.perf_counter()
 
     def progress(phase: str, pct: int, summary: str) -> None:
         if job is not None:
-            Job.objects.filter(pk=job.pk).update(phase=phase, progress_pct=pct)
-            publish(
-                ProgressEvent(
-                    message_type="ingestion_progress",
-                    project_id=project_id,
-                    job_id=job.id,
-                    phase=phase,
-                    progress_pct=pct,
-                    thought_summary=summary,
-                )
-            )
+            job_progress(job, message_type="ingestion_progress", phase=phase, pct=pct, summary=summary)
 
     with usage_meter() as usage:
         progress("communities", 2, "Embedding entities added since the last enrichment")
@@ -174,18 +174,12 @@ def _rebuild(*, project_id: str, job: Job | None) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - started, 3),
         "mode": "llm" if llm_configured() else "extractive",
     }
-    if job is not None:
-        Job.objects.filter(pk=job.pk).update(
-            status=Job.Status.SUCCEEDED,
-            phase="done",
-            progress_pct=100,
-            counts=result,
-            token_usage=usage.as_dict(),
-            timings={"wall_sec": result["seconds"]},
-            finished_at=timezone.now(),
-        )
-        progress("done", 100, f"{len(communities)} communities on {len(levels)} level(s)")
-    return result
+    return JobOutcome(
+        counts=result,
+        summary=f"{len(communities)} communities on {len(levels)} level(s)",
+        timings={"wall_sec": result["seconds"]},
+        token_usage=usage.as_dict(),
+    )
 
 
 def _summarised(
@@ -282,16 +276,17 @@ def _scheduled_key(project_id: str) -> str:
 
 def communities_schedule(*, project_id: str) -> None:
     """Ask for a rebuild once ingestion has been quiet for COMMUNITY_REBUILD_DELAY_SEC."""
-    from knowledge.tasks import communities_rebuild_when_quiet
-
     delay = settings.COMMUNITY_REBUILD_DELAY_SEC
     if delay < 0:
         return
     client = get_redis()
     client.set(_due_key(project_id), time.time() + delay, ex=int(delay) + 3600)
     if client.set(_scheduled_key(project_id), "1", nx=True, ex=int(delay) + 3600):
-        communities_rebuild_when_quiet.apply_async(
-            (project_id,), countdown=delay, queue=settings.INGEST_QUEUE
+        current_app.send_task(
+            "knowledge.tasks.communities_rebuild_when_quiet",
+            args=(project_id,),
+            countdown=delay,
+            queue=settings.INGEST_QUEUE,
         )
 
 
@@ -303,14 +298,12 @@ def communities_rebuild_if_quiet(*, project_id: str) -> float | None:
     if wait > 0.5:
         return wait
     client.delete(_scheduled_key(project_id))
-    job = Job.objects.create(
-        project_id=project_id, kind="communities", status=Job.Status.RUNNING, started_at=timezone.now()
+    job = job_create(
+        project_id=project_id, kind="communities", task=REBUILD_TASK, queue=settings.INGEST_QUEUE
     )
     try:
-        communities_rebuild(project_id=project_id, job=job)
+        job_execute(job.id, _rebuild_work, message_type="ingestion_progress")
     except Exception as exc:
-        Job.objects.filter(pk=job.pk).update(
-            status=Job.Status.FAILED, errors=[str(exc)[:500]], finished_at=timezone.now()
-        )
+        job_fail(job_id=job.id, error=failure_reason(exc))
         raise
     return None

@@ -183,6 +183,12 @@ WHERE d.status IN ['pending', 'processing']
 SET d.status = 'failed', d.error = doc.error, d.updated_at = datetime()
 """
 
+# A re-run ingestion job: its failed documents are pending again.
+DOCUMENTS_RETRY = """
+MATCH (d:Document {project_id: $project_id}) WHERE d.id IN $ids AND d.status = 'failed'
+SET d.status = 'pending', d.error = null, d.updated_at = datetime()
+"""
+
 BATCH_WRITTEN = """
 MATCH (d:Document {project_id: $project_id}) WHERE d.id IN $ids
 RETURN count(d) AS total, count(CASE WHEN d.status = 'ready' THEN 1 END) AS ready
@@ -315,4 +321,62 @@ UNWIND $links AS link
 MATCH (c:Chunk {id: link.chunk_id}) WHERE c.project_id = $project_id
 MATCH (d:Document {project_id: $project_id, id: link.document_id})
 MERGE (c)-[:NAMES]->(d)
+"""
+
+# --- retention: orphaned entities --------------------------------------------------------------------------
+
+# An entity no chunk and no message or summary refers to is stamped the first time a run sees it
+# orphaned; a reference found later removes the stamp. It is pruned once the stamp is older than the age.
+ENTITIES_UNSTAMP = """
+MATCH (e:Entity {project_id: $project_id})
+WHERE e.orphaned_at IS NOT NULL
+  AND (EXISTS { (:Chunk)-[:HAS_ENTITY]->(e) } OR EXISTS { ()-[:MENTIONS]->(e) })
+REMOVE e.orphaned_at
+RETURN count(e) AS unstamped
+"""
+
+ENTITIES_STAMP = """
+MATCH (e:Entity {project_id: $project_id})
+WHERE e.orphaned_at IS NULL
+  AND NOT EXISTS { (:Chunk)-[:HAS_ENTITY]->(e) } AND NOT EXISTS { ()-[:MENTIONS]->(e) }
+WITH e LIMIT $batch
+SET e.orphaned_at = $now
+RETURN count(e) AS stamped
+"""
+
+ENTITIES_ORPHANED_PREVIEW = """
+MATCH (e:Entity {project_id: $project_id})
+WHERE NOT EXISTS { (:Chunk)-[:HAS_ENTITY]->(e) } AND NOT EXISTS { ()-[:MENTIONS]->(e) }
+RETURN count(CASE WHEN e.orphaned_at IS NOT NULL AND e.orphaned_at < $cutoff THEN 1 END) AS entities,
+       count(CASE WHEN e.orphaned_at IS NULL THEN 1 END) AS newly_orphaned
+"""
+
+ENTITIES_PRUNE = """
+MATCH (e:Entity {project_id: $project_id})
+WHERE e.orphaned_at IS NOT NULL AND e.orphaned_at < $cutoff
+  AND NOT EXISTS { (:Chunk)-[:HAS_ENTITY]->(e) } AND NOT EXISTS { ()-[:MENTIONS]->(e) }
+WITH e LIMIT $batch
+DETACH DELETE e
+RETURN count(*) AS deleted
+"""
+
+COMMUNITIES_MARK_STALE = """
+MATCH (c:Community {project_id: $project_id})
+SET c.stale = true
+RETURN count(c) AS marked
+"""
+
+DOCUMENT_SOURCE = """
+MATCH (d:Document {id: $id}) WHERE d.project_id = $project_id
+RETURN d {.title, .content, .source_path, .mime_type, .author, .metadata_json} AS doc
+"""
+
+# Entities whose normalised name is one of the grams (keys are "<normalised name>|<TYPE>"): an index
+# seek per gram on the (project_id, key) constraint.
+ENTITIES_ANY = "MATCH (e:Entity {project_id: $project_id}) RETURN e.id AS id LIMIT 1"
+
+ENTITIES_NAMED = """
+UNWIND $grams AS gram
+MATCH (e:Entity {project_id: $project_id}) WHERE e.key STARTS WITH gram + '|'
+RETURN gram, collect(elementId(e)) AS refs
 """

@@ -39,3 +39,22 @@ def chunk_get(*, project_id: str, chunk_id: str) -> dict[str, Any]:
     if not rows:
         raise NotFound("chunk not found")
     return rows[0]
+
+
+def document_source(*, project_id: str, document_id: str) -> dict[str, Any]:
+    """What a document was ingested from: title, text, source path, MIME type, author, metadata."""
+    rows = graph.read(cypher.DOCUMENT_SOURCE, project_id=project_id, id=document_id)
+    if not rows:
+        raise NotFound("no such document in this project")
+    doc = dict(rows[0]["doc"])
+    doc["metadata"] = json.loads(doc.pop("metadata_json") or "{}")
+    return doc
+
+
+def entities_named(*, project_id: str, grams: list[str]) -> dict[str, list[str]]:
+    """The element ids of the project's entities whose normalised name is each gram (grams that name
+    no entity are left out). Other apps link to entities by these ids and never by entity keys."""
+    if not grams or not graph.read(cypher.ENTITIES_ANY, project_id=project_id):
+        return {}
+    rows = graph.read(cypher.ENTITIES_NAMED, project_id=project_id, grams=sorted(set(grams)))
+    return {r["gram"]: list(r["refs"]) for r in rows if r["refs"]}

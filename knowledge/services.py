@@ -25,6 +25,7 @@ from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from core.graph.schema import ensure_schema
 from core.graph.tenancy import chunk_label, project_fulltext_ensure, project_index_ensure
+from core.jobs import broker_ensure, job_create, job_enqueue
 from core.llm.usage import usage_meter
 from core.metadata import encode_pairs
 from core.models import Job, Project
@@ -32,8 +33,8 @@ from core.pii import PLACEHOLDERS, anonymise
 from core.progress import ProgressEvent, job_progress, publish
 from core.redis_client import get_redis
 from core.services import project_embedder_check, project_graph_changed
-from core.task_runs import broker_ensure
 from knowledge import cypher
+from knowledge.communities import REBUILD_TASK, communities_schedule
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
 from knowledge.models import IngestBatch
 from knowledge.pipeline.chunking import chunk_text, search_text
@@ -112,7 +113,13 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
             }
         )
     with transaction.atomic():
-        job = Job.objects.create(project=project, kind="ingest", counts={"documents": len(rows)})
+        job = job_create(
+            project_id=project_id,
+            kind="ingest",
+            task="knowledge.tasks.ingest_job_resume",
+            queue=settings.INGEST_QUEUE,
+            counts={"documents": len(rows)},
+        )
         results = graph.write(cypher.DOCUMENTS_SUBMIT, project_id=project_id, docs=rows)
         by_position = {r["position"]: r for r in results}
         submitted = [
@@ -137,13 +144,10 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
             job.finished_at = timezone.now()
         job.save()
         if batches:
-            from knowledge.tasks import ingest_batch
-
-            batch_ids = [b.pk for b in IngestBatch.objects.filter(job=job).order_by("index")]
-            queue = settings.INGEST_QUEUE
-            transaction.on_commit(
-                lambda: [ingest_batch.apply_async((batch_id,), queue=queue) for batch_id in batch_ids]
-            )
+            for batch_id in (
+                IngestBatch.objects.filter(job=job).order_by("index").values_list("pk", flat=True)
+            ):
+                job_enqueue(task="knowledge.tasks.ingest_batch", args=(batch_id,), queue=job.queue)
             _progress(job, "parsing", 1, f"Queued {len(queued)} document(s) in {len(batches)} batch(es)")
     return SubmitResult(job_id=job.id, documents=submitted)
 
@@ -592,8 +596,6 @@ def _finish_job_if_done(job_id: str) -> None:
             details_md=f"**{counts.get('chunks', 0)}** chunks, **{counts.get('entities', 0)}** entities",
         )
     )
-    from knowledge.communities import communities_schedule
-
     transaction.on_commit(lambda: communities_schedule(project_id=job.project_id))
     transaction.on_commit(lambda: project_index_ensure(job.project_id), robust=True)
 
@@ -613,10 +615,34 @@ def ingest_batch_fail(*, batch_id: int, error: str) -> None:
         _finish_job_if_done(batch.job_id)
 
 
-def job_note_error(*, job_id: str, error: str) -> None:
+def ingest_job_resume(*, job_id: str) -> int:
+    """Queue a failed ingestion job's failed batches again: their documents that failed are pending
+    again (a document changed since keeps its new state). Returns how many batches were queued."""
     job = Job.objects.get(pk=job_id)
-    job.errors = (job.errors + [error[:500]])[-20:]
-    job.save(update_fields=["errors"])
+    failed = list(IngestBatch.objects.filter(job=job, status=IngestBatch.Status.FAILED).order_by("index"))
+    if not failed:
+        return 0
+    graph.write(
+        cypher.DOCUMENTS_RETRY, project_id=job.project_id, ids=[d for b in failed for d in b.document_ids]
+    )
+    with transaction.atomic():
+        IngestBatch.objects.filter(pk__in=[b.pk for b in failed]).update(
+            status=IngestBatch.Status.PENDING, error="", finished_at=None
+        )
+        Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, finished_at=None)
+        for batch in failed:
+            job_enqueue(task="knowledge.tasks.ingest_batch", args=(batch.pk,), queue=job.queue)
+    return len(failed)
+
+
+def communities_rebuild_submit(*, project_id: str) -> tuple[Job, bool]:
+    """The project's queued or running community rebuild, or a new one queued after the commit
+    (created: True). Two concurrent requests never both create one (a short Redis lock)."""
+    with communities_job_lock(project_id=project_id), transaction.atomic():
+        job, created = communities_job_get_or_create(project_id=project_id)
+        if created:
+            job_enqueue(task=job.task, args=(job.id,), queue=job.queue)
+    return job, created
 
 
 def document_delete(*, project_id: str, document_id: str) -> None:
@@ -663,4 +689,7 @@ def communities_job_get_or_create(*, project_id: str) -> tuple[Job, bool]:
     )
     if live is not None:
         return live, False
-    return Job.objects.create(project_id=project_id, kind="communities"), True
+    job = job_create(
+        project_id=project_id, kind="communities", task=REBUILD_TASK, queue=settings.INGEST_QUEUE
+    )
+    return job, True

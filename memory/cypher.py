@@ -446,16 +446,13 @@ MATCH (pref:Preference {id: preference_id}) WHERE pref.project_id = $project_id
 MERGE (p)-[:HAS_PREFERENCE]->(pref)
 """
 
-# (sources are always looked up with their labels: an unlabelled id lookup is a scan of every node)
-HAS_ENTITIES = "MATCH (e:Entity {project_id: $project_id}) RETURN e.id AS id LIMIT 1"
-
-# Entity keys are "<normalised name>|<TYPE>": a message mentions an entity when one of its word
-# spans is the entity's normalised name (an index seek on the (project_id, key) constraint).
+# A message mentions the entities whose names are among its word spans; knowledge resolves the names
+# (memory.services._link_mentions) and the links go to the element ids it returns.
 MENTIONS_LINK = """
 UNWIND $links AS link
 MATCH (m:Memory {id: link.memory_id}) WHERE m.project_id = $project_id
-UNWIND link.grams AS gram
-MATCH (e:Entity {project_id: $project_id}) WHERE e.key STARTS WITH gram + '|'
+UNWIND link.refs AS ref
+MATCH (e) WHERE elementId(e) = ref AND e.project_id = $project_id
 MERGE (m)-[:MENTIONS]->(e)
 RETURN count(*) AS links
 """
@@ -525,7 +522,7 @@ CALL (ms, s) {
 }
 CALL (ms, s) {
   UNWIND ms AS m
-  MATCH (m)-[:MENTIONS]->(e:Entity)
+  MATCH (m)-[:MENTIONS]->(e)
   MERGE (s)-[:MENTIONS]->(e)
   RETURN count(DISTINCT e) AS entities
 }
@@ -544,4 +541,179 @@ SET c.message_count = c.message_count - size(ids),
     c.last_memory_id = CASE WHEN c.last_memory_id IN ids THEN null ELSE c.last_memory_id END
 REMOVE c._lock
 RETURN s.id AS id, size(ids) AS folded, kept, entities, replaced
+"""
+
+# --- privacy and retention (the memory side of curation) -------------------------------------------
+
+# A conversation's privacy settings. Its messages, summaries and what was drawn from them carry the
+# conversation's accessibility so searches can filter on it; the expiry follows the retention
+# (days after the last message) unless a curator fixed a date.
+CONVERSATION_PRIVACY_SET = """
+MATCH (c:Conversation {id: $id})
+WHERE c.project_id = $project_id
+SET c._lock = true
+SET c.retention_days = CASE WHEN $set_retention THEN $retention_days ELSE c.retention_days END,
+    c.anonymize = coalesce($anonymize, c.anonymize),
+    c.accessibility = coalesce($accessibility, c.accessibility, 'shared'),
+    c.expires_fixed = CASE WHEN $set_expires THEN $expires_at IS NOT NULL ELSE c.expires_fixed END
+SET c.expires_at = CASE WHEN $set_expires AND $expires_at IS NOT NULL THEN $expires_at
+                        WHEN c.expires_fixed THEN c.expires_at
+                        WHEN c.retention_days IS NULL OR c.ended_at IS NULL THEN null
+                        ELSE toString(datetime(c.ended_at) + duration({days: c.retention_days})) END
+WITH c
+CALL (c) {
+  MATCH (x)-[:PART_OF|SUMMARIZES]->(c)
+  SET x.accessibility = c.accessibility
+  WITH x
+  OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(x)
+  WITH DISTINCT d WHERE d IS NOT NULL
+  SET d.accessibility = c.accessibility
+}
+REMOVE c._lock
+RETURN c {.id, .user_id, .thread_id, .application_id, .agent_id, .retention_days, .anonymize,
+          .accessibility, .expires_at, .expires_fixed, .message_count} AS conversation
+"""
+
+CONVERSATION_PRIVACY_GET = """
+MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id
+RETURN c {.id, .user_id, .thread_id, .application_id, .agent_id, .retention_days, .anonymize,
+          .accessibility, .expires_at, .expires_fixed, .message_count} AS conversation
+"""
+
+MESSAGES_BEFORE_PREVIEW = """
+MATCH (m:Memory {project_id: $project_id})
+WHERE m.timestamp < $cutoff AND ($only_plain = false OR m.anonymized IS NULL)
+RETURN count(m) AS messages, count(DISTINCT m.conversation_id) AS conversations
+"""
+
+# The next page of messages older than the cutoff and not yet anonymised, after the cursor
+# (timestamp, id): a resumed run goes on from there.
+MESSAGES_BEFORE_PLAIN_PAGE = """
+MATCH (m:Memory {project_id: $project_id})
+WHERE m.timestamp < $cutoff AND m.anonymized IS NULL
+  AND (m.timestamp > $after_ts OR (m.timestamp = $after_ts AND m.id > $after_id))
+RETURN m.id AS id, m.text AS text, m.author_name AS author_name, m.conversation_id AS conversation_id,
+       m.timestamp AS timestamp
+ORDER BY m.timestamp, m.id
+LIMIT $batch
+"""
+
+MESSAGES_BEFORE_IDS = """
+MATCH (m:Memory {project_id: $project_id})
+WHERE m.timestamp < $cutoff
+WITH m LIMIT $batch
+RETURN collect(m.id) AS ids
+"""
+
+# Purging messages (deleted, or their text anonymised): what holds their words goes too — facts
+# and preferences drawn from them, summaries whose span covers them (and what was drawn from those),
+# the conversation's cached summary text. Each conversation is locked first, as a store locks it.
+MESSAGES_PURGE_DERIVED = """
+UNWIND $ids AS wanted
+MATCH (m:Memory {id: wanted})
+WHERE m.project_id = $project_id
+MATCH (m)-[:PART_OF]->(c:Conversation)
+WITH c, collect(m) AS ms
+SET c._lock = true
+WITH c, ms
+CALL (ms) {
+  UNWIND ms AS m
+  MATCH (d)-[:EXTRACTED_FROM]->(m)
+  WITH DISTINCT d
+  DETACH DELETE d
+  RETURN count(*) AS derived
+}
+CALL (c, ms) {
+  MATCH (s:ConversationSummary)-[:SUMMARIZES]->(c)
+  WHERE any(m IN ms WHERE s.first_seq <= m.seq AND m.seq <= s.last_seq)
+  OPTIONAL MATCH (d2)-[:EXTRACTED_FROM]->(s)
+  DETACH DELETE d2
+  WITH DISTINCT s
+  WITH s, s.first_seq AS first
+  DETACH DELETE s
+  RETURN min(first) AS reopened, count(*) AS summaries
+}
+SET c.summary = CASE WHEN summaries > 0 THEN null ELSE c.summary END,
+    c.summarized_seq = CASE WHEN reopened IS NULL OR coalesce(c.summarized_seq, 0) < reopened - 1
+                            THEN c.summarized_seq ELSE reopened - 1 END
+REMOVE c._lock
+RETURN sum(derived) AS derived, sum(summaries) AS summaries
+"""
+
+MESSAGES_DELETE = """
+UNWIND $ids AS wanted
+MATCH (m:Memory {id: wanted})
+WHERE m.project_id = $project_id
+MATCH (m)-[:PART_OF]->(c:Conversation)
+WITH c, collect(m) AS ms
+SET c._lock = true
+SET c.message_count = c.message_count - size(ms),
+    c.last_memory_id = CASE WHEN c.last_memory_id IN [m IN ms | m.id] THEN null ELSE c.last_memory_id END
+FOREACH (m IN ms | DETACH DELETE m)
+REMOVE c._lock
+RETURN sum(size(ms)) AS deleted
+"""
+
+# Anonymised text replaces the original in one statement per batch: text, author, embedding and the
+# flag change together, so no message is ever half-anonymised; its entity mentions go.
+MESSAGES_ANONYMISED_WRITE = """
+UNWIND $rows AS row
+MATCH (m:Memory {id: row.id})
+WHERE m.project_id = $project_id
+SET m.text = row.text, m.author_name = row.author_name, m.embedding = row.embedding,
+    m.anonymized = true, m.anonymized_at = $now, m.processed = true
+WITH m
+OPTIONAL MATCH (m)-[r:MENTIONS]->()
+DELETE r
+RETURN count(DISTINCT m) AS anonymised
+"""
+
+CONVERSATION_PLAIN_MESSAGES = """
+MATCH (m:Memory {conversation_id: $conversation_id})
+WHERE m.project_id = $project_id AND m.anonymized IS NULL
+RETURN m.id AS id, m.text AS text, m.author_name AS author_name, m.conversation_id AS conversation_id,
+       m.timestamp AS timestamp
+ORDER BY m.seq
+LIMIT $batch
+"""
+
+CONVERSATION_AUTHOR_NAMES = """
+MATCH (m:Memory {conversation_id: $conversation_id})
+WHERE m.project_id = $project_id AND m.author_name IS NOT NULL AND m.anonymized IS NULL
+RETURN collect(DISTINCT m.author_name) AS names
+"""
+
+CONVERSATIONS_EXPIRED_PREVIEW = """
+MATCH (c:Conversation {project_id: $project_id})
+WHERE c.expires_at IS NOT NULL AND datetime(c.expires_at) <= datetime($cutoff)
+  AND c.anonymized_at IS NULL
+WITH c, CASE WHEN $force_anonymise OR c.anonymize THEN 'anonymise' ELSE 'delete' END AS action
+RETURN action, count(c) AS conversations, sum(coalesce(c.message_count, 0)) AS messages
+"""
+
+CONVERSATIONS_EXPIRED_PAGE = """
+MATCH (c:Conversation {project_id: $project_id})
+WHERE c.expires_at IS NOT NULL AND datetime(c.expires_at) <= datetime($cutoff)
+  AND c.anonymized_at IS NULL AND c.id > $after_id
+RETURN c.id AS id, coalesce(c.anonymize, false) AS anonymize
+ORDER BY c.id
+LIMIT $batch
+"""
+
+# After its messages are anonymised a conversation stays, without summaries or title, and is not
+# picked by a retention run again.
+CONVERSATION_ANONYMISED_MARK = """
+MATCH (c:Conversation {id: $conversation_id})
+WHERE c.project_id = $project_id
+SET c._lock = true
+WITH c
+OPTIONAL MATCH (s:ConversationSummary)-[:SUMMARIZES]->(c)
+OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(s)
+WITH c, collect(DISTINCT s) AS ss, collect(DISTINCT d) AS ds
+FOREACH (d IN ds | DETACH DELETE d)
+FOREACH (s IN ss | DETACH DELETE s)
+SET c.summary = null, c.title = null, c.anonymized_at = $now, c.summarized_seq = c.last_seq,
+    c.pending_tokens = 0
+REMOVE c._lock
+RETURN size(ss) AS summaries
 """

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 
 from core.llm.client import chat, chat_json, llm_configured
+from knowledge.pipeline.extraction import normalise_name
 from retrieval.lucene import STOP_WORDS
 
 
@@ -283,8 +284,6 @@ _GRAM_WORD = re.compile(r"[\w&+.-]+", re.UNICODE)
 def mention_grams(text: str, *, max_n: int = 4, limit: int = 400) -> list[str]:
     """Normalised 1- to 4-word spans of `text`, the forms entity keys start with (knowledge's
     `normalise_name`); single stop words and one- or two-letter words are left out."""
-    from knowledge.pipeline.extraction import normalise_name
-
     words = _GRAM_WORD.findall(normalise_name(text))
     grams: dict[str, None] = {}
     for n in range(1, max_n + 1):

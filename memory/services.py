@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from django.conf import settings
-from django.db import transaction
 from neo4j import ManagedTransaction
 from neo4j.exceptions import ClientError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt
@@ -24,11 +23,14 @@ from core import graph
 from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from core.graph.schema import ensure_schema
+from core.jobs import broker_ensure, job_submit
+from core.jobs.tasks import JobOutcome
 from core.models import Job, Project
+from core.pii import anonymise
 from core.progress import job_progress
 from core.services import project_embedder_check
-from core.task_runs import broker_ensure
 from knowledge.pipeline.chunking import count_tokens
+from knowledge.selectors import entities_named
 from memory import cypher, extraction
 from memory.dto import ForgetResult, MessageInput, StoreResult
 from memory.indexes import ensure_memory_indexes
@@ -149,8 +151,6 @@ def _redacted(
 ) -> list[tuple[int, MessageInput]]:
     """The project redacts PII at ingest: placeholders replace it before anything is stored, and an
     embedding the caller computed from the original text is dropped (it would encode the PII)."""
-    from core.pii import anonymise
-
     known = {m.author_name for _p, m in keep if m.author_name}
     out = []
     for position, message in keep:
@@ -255,16 +255,14 @@ def _store_rows(
 
 
 def _queue_processing(project_id: str, memory_ids: list[str]) -> str:
-    from memory.tasks import memory_process
-
-    with transaction.atomic():
-        job = Job.objects.create(
-            project_id=project_id, kind="memory_process", counts={"memories": len(memory_ids)}
-        )
-        queue = settings.MEMORY_QUEUE
-        transaction.on_commit(
-            lambda: memory_process.apply_async((job.id, memory_ids), queue=queue), robust=True
-        )
+    job = job_submit(
+        project_id=project_id,
+        kind="memory_process",
+        task="memory.tasks.memory_process",
+        queue=settings.MEMORY_QUEUE,
+        inputs={"memory_ids": memory_ids},
+        counts={"memories": len(memory_ids)},
+    )
     return job.id
 
 
@@ -458,10 +456,13 @@ def _link_profile(
 
 
 def _link_mentions(project_id: str, messages: list[dict[str, Any]]) -> int:
-    if not graph.read(cypher.HAS_ENTITIES, project_id=project_id):
-        return 0
-    links = [{"memory_id": m["id"], "grams": extraction.mention_grams(m["text"])} for m in messages]
-    links = [link for link in links if link["grams"]]
+    grams = {m["id"]: extraction.mention_grams(m["text"]) for m in messages}
+    named = entities_named(project_id=project_id, grams=[g for gs in grams.values() for g in gs])
+    links = [
+        {"memory_id": memory_id, "refs": sorted({ref for g in gs for ref in named.get(g, [])})}
+        for memory_id, gs in grams.items()
+    ]
+    links = [link for link in links if link["refs"]]
     if not links:
         return 0
     return int(graph.write(cypher.MENTIONS_LINK, project_id=project_id, links=links)[0]["links"])
@@ -537,13 +538,10 @@ def conversation_summarize(*, project_id: str, conversation_id: str, force: bool
     return written[0]["id"] if written else None
 
 
-def memories_process(*, job_id: str, memory_ids: list[str]) -> None:
-    """The Celery job after a store: derive, link, and summarise conversations past the threshold."""
-    job = Job.objects.get(pk=job_id)
-    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
-        return
+def memories_process(*, job: Job) -> JobOutcome:
+    """The job after a store: derive, link, and summarise conversations past the threshold."""
+    memory_ids = list(job.inputs.get("memory_ids", []))
     started = time.perf_counter()
-    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=datetime.now(UTC))
     _progress(job, "extracting", 10, f"Extracting facts and preferences from {len(memory_ids)} message(s)")
     counts = memories_derive(project_id=job.project_id, memory_ids=memory_ids)
     _progress(
@@ -561,37 +559,29 @@ def memories_process(*, job_id: str, memory_ids: list[str]) -> None:
         while conversation_summarize(project_id=job.project_id, conversation_id=conversation_id):
             summaries += 1
     counts["summaries"] = summaries
-    Job.objects.filter(pk=job_id).update(
-        status=Job.Status.SUCCEEDED,
-        phase="done",
-        progress_pct=100,
-        counts={**job.counts, **counts},
+    return JobOutcome(
+        counts=counts,
+        summary=f"Processed {len(memory_ids)} message(s); {summaries} summary(ies) written",
         timings={"total_sec": round(time.perf_counter() - started, 3)},
-        finished_at=datetime.now(UTC),
     )
-    _progress(job, "done", 100, f"Processed {len(memory_ids)} message(s); {summaries} summary(ies) written")
 
 
 def memories_summarize(*, project_id: str, scope: Scope) -> str:
     """On demand: a job that summarises every conversation of the scope (whatever the threshold)."""
     _prepare(project_id, scope)
     broker_ensure()
-    from memory.tasks import memory_summarize
-
-    with transaction.atomic():
-        job = Job.objects.create(
-            project_id=project_id, kind="memory_summarize", counts={"scope": scope.given()}
-        )
-        transaction.on_commit(lambda: memory_summarize.apply_async((job.id,), queue=settings.MEMORY_QUEUE))
+    job = job_submit(
+        project_id=project_id,
+        kind="memory_summarize",
+        task="memory.tasks.memory_summarize",
+        queue=settings.MEMORY_QUEUE,
+        inputs={"scope": scope.given()},
+    )
     return job.id
 
 
-def memories_summarize_run(*, job_id: str) -> None:
-    job = Job.objects.get(pk=job_id)
-    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
-        return
-    scope = Scope(**job.counts.get("scope", {}))
-    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=datetime.now(UTC))
+def memories_summarize_run(*, job: Job) -> JobOutcome:
+    scope = Scope(**job.inputs.get("scope", {}))
     ids = [
         r["id"]
         for r in graph.read(
@@ -608,14 +598,10 @@ def memories_summarize_run(*, job_id: str) -> None:
         )
         while conversation_summarize(project_id=job.project_id, conversation_id=conversation_id, force=True):
             written += 1
-    Job.objects.filter(pk=job_id).update(
-        status=Job.Status.SUCCEEDED,
-        phase="done",
-        progress_pct=100,
-        counts={**job.counts, "conversations": len(ids), "summaries": written},
-        finished_at=datetime.now(UTC),
+    return JobOutcome(
+        counts={"conversations": len(ids), "summaries": written},
+        summary=f"{written} summary(ies) written for {len(ids)} conversation(s)",
     )
-    _progress(job, "done", 100, f"{written} summary(ies) written for {len(ids)} conversation(s)")
 
 
 # --- consolidation --------------------------------------------------------------------------------------
@@ -694,61 +680,40 @@ def memories_consolidate(
     return totals
 
 
+def _consolidate_submit(project_id: str, scope: dict[str, Any], older_than_days: int) -> str:
+    job = job_submit(
+        project_id=project_id,
+        kind="memory_consolidate",
+        task="memory.tasks.memory_consolidate",
+        queue=settings.MEMORY_QUEUE,
+        inputs={"scope": scope, "older_than_days": older_than_days},
+    )
+    return job.id
+
+
 def memories_consolidate_queue(*, project_id: str, scope: Scope, older_than_days: int) -> str:
     _prepare(project_id, scope)
     broker_ensure()
-    from memory.tasks import memory_consolidate
-
-    with transaction.atomic():
-        job = Job.objects.create(
-            project_id=project_id,
-            kind="memory_consolidate",
-            counts={"scope": scope.given(), "older_than_days": older_than_days},
-        )
-        transaction.on_commit(lambda: memory_consolidate.apply_async((job.id,), queue=settings.MEMORY_QUEUE))
-    return job.id
+    return _consolidate_submit(project_id, scope.given(), older_than_days)
 
 
 def memories_consolidate_schedule() -> list[str]:
     """Queue a project-wide consolidation job for every project (the periodic run)."""
-    from memory.tasks import memory_consolidate
-
-    job_ids = []
-    for project_id in Project.objects.values_list("id", flat=True):
-        with transaction.atomic():
-            job = Job.objects.create(
-                project_id=project_id,
-                kind="memory_consolidate",
-                counts={"scope": {}, "older_than_days": settings.MEMORY_CONSOLIDATE_AFTER_DAYS},
-            )
-            transaction.on_commit(
-                lambda job_id=job.id: memory_consolidate.apply_async((job_id,), queue=settings.MEMORY_QUEUE)
-            )
-        job_ids.append(job.id)
-    return job_ids
+    days = settings.MEMORY_CONSOLIDATE_AFTER_DAYS
+    return [_consolidate_submit(pid, {}, days) for pid in Project.objects.values_list("id", flat=True)]
 
 
-def memories_consolidate_run(*, job_id: str) -> None:
-    job = Job.objects.get(pk=job_id)
-    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
-        return
-    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=datetime.now(UTC))
-    scope = Scope(**job.counts.get("scope", {}))
+def memories_consolidate_run(*, job: Job) -> JobOutcome:
+    scope = Scope(**job.inputs.get("scope", {}))
     totals = memories_consolidate(
         project_id=job.project_id,
         scope=scope if not scope.empty else None,
-        older_than_days=int(job.counts.get("older_than_days", settings.MEMORY_CONSOLIDATE_AFTER_DAYS)),
+        older_than_days=int(job.inputs.get("older_than_days", settings.MEMORY_CONSOLIDATE_AFTER_DAYS)),
         job=job,
     )
-    Job.objects.filter(pk=job_id).update(
-        status=Job.Status.SUCCEEDED,
-        phase="done",
-        progress_pct=100,
-        counts={**job.counts, **totals},
-        finished_at=datetime.now(UTC),
-    )
-    _progress(
-        job, "done", 100, f"Folded {totals['folded']} message(s) into {totals['summaries']} summary(ies)"
+    return JobOutcome(
+        counts=dict(totals),
+        summary=f"Folded {totals['folded']} message(s) into {totals['summaries']} summary(ies)",
     )
 
 

@@ -227,3 +227,41 @@ MATCH (e:Event) WHERE e.session_uid = s.id
 RETURN e.event_json AS event_json
 ORDER BY e.seq
 """
+
+# --- erasure of a user ----------------------------------------------------------------------------------
+
+# A batch of the user's sessions with their events and tool calls.
+USER_SESSIONS_DELETE = """
+MATCH (s:Session {project_id: $project_id})
+WHERE s.user_id = $user_id
+WITH s LIMIT $batch
+WITH collect(s) AS ss, [s IN collect(s) | s.id] AS uids
+CALL (uids) {
+  UNWIND uids AS uid
+  MATCH (t:ToolCall {session_uid: uid})
+  DETACH DELETE t
+  RETURN count(*) AS tool_calls
+}
+CALL (uids) {
+  UNWIND uids AS uid
+  MATCH (e:Event) WHERE e.session_uid = uid
+  DETACH DELETE e
+  RETURN count(*) AS events
+}
+FOREACH (s IN ss | DETACH DELETE s)
+RETURN size(ss) AS sessions, tool_calls, events
+"""
+
+USER_STATE_DELETE = """
+CALL () {
+  MATCH (u:UserState {project_id: $project_id}) WHERE u.user_id = $user_id
+  DETACH DELETE u
+  RETURN count(*) AS user_states
+}
+CALL () {
+  MATCH (u:User {project_id: $project_id}) WHERE u.user_id = $user_id
+  DETACH DELETE u
+  RETURN count(*) AS users
+}
+RETURN user_states, users
+"""

@@ -11,6 +11,7 @@ import json
 import math
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from neo4j import ManagedTransaction
@@ -154,17 +155,24 @@ def _tool_parts(content: dict[str, Any] | None) -> tuple[list[dict[str, Any]], l
     return calls, responses
 
 
-def event_append(
-    *,
-    project_id: str,
-    app_name: str,
-    user_id: str,
-    session_id: str,
-    event: dict[str, Any],
-    expected_last_update_time: int | None = None,
-) -> dict[str, Any]:
-    """Append `event` (ADK's Event as JSON) and apply its state delta, atomically. With
-    `expected_last_update_time`, a session changed since (a stale writer) is 409 and nothing is written."""
+@dataclass(frozen=True)
+class _Append:
+    """An event checked and taken apart for storing: what goes on the Event node, the state delta by
+    scope, and its tool calls and responses."""
+
+    event: dict[str, Any]
+    content: dict[str, Any] | None
+    stored_actions: dict[str, Any]
+    stored_event: dict[str, Any]
+    session_delta: dict[str, Any]
+    app_delta: dict[str, Any]
+    user_delta: dict[str, Any]
+    calls: list[dict[str, Any]]
+    responses: list[dict[str, Any]]
+
+
+def _append_checked(event: dict[str, Any]) -> _Append:
+    """Validate an ADK event (id and timestamp defaulted) and split it; a bad one is InvalidInput."""
     event = dict(event)
     event.setdefault("id", str(uuid.uuid4()))
     timestamp = event.get("timestamp")
@@ -194,15 +202,43 @@ def event_append(
         "state_delta": {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)},
     }
     stored_event = {**event, "actions": stored_actions} if event.get("actions") is not None else event
+    return _Append(
+        event, content, stored_actions, stored_event, session_delta, app_delta, user_delta, calls, responses
+    )
+
+
+def _state_writes(state: dict[str, Any], delta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The WROTE_STATE rows of a session delta (each key's value before and after); `state` is
+    updated in place."""
+    writes = []
+    for key, value in delta.items():
+        before = _json(state[key], what=key) if key in state else None
+        writes.append({"key": key, "from_json": before, "to_json": _json(value, what=key)})
+        state[key] = value
+    return writes
+
+
+def event_append(
+    *,
+    project_id: str,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event: dict[str, Any],
+    expected_last_update_time: int | None = None,
+) -> dict[str, Any]:
+    """Append `event` (ADK's Event as JSON) and apply its state delta, atomically. With
+    `expected_last_update_time`, a session changed since (a stale writer) is 409 and nothing is written."""
+    plan = _append_checked(event)
+    key: dict[str, Any] = {
+        "project_id": project_id,
+        "app_name": app_name,
+        "user_id": user_id,
+        "session_id": session_id,
+    }
 
     def work(tx: ManagedTransaction) -> dict[str, Any]:
-        row = tx.run(
-            cypher.SESSION_LOCK,
-            project_id=project_id,
-            app_name=app_name,
-            user_id=user_id,
-            session_id=session_id,
-        ).single()
+        row = tx.run(cypher.SESSION_LOCK, **key).single()
         if row is None:
             raise NotFound("session not found")
         if expected_last_update_time is not None and row["last_update_time"] != expected_last_update_time:
@@ -211,16 +247,7 @@ def event_append(
                 details={"last_update_time": row["last_update_time"], "expected": expected_last_update_time},
             )
         state = json.loads(row["state_json"] or "{}")
-        writes = []
-        for key, value in session_delta.items():
-            writes.append(
-                {
-                    "key": key,
-                    "from_json": _json(state[key], what=key) if key in state else None,
-                    "to_json": _json(value, what=key),
-                }
-            )
-            state[key] = value
+        writes = _state_writes(state, plan.session_delta)
         now = max(now_ms(), int(row["last_update_time"] or 0) + 1)
         seq = int(row["event_count"] or 0) + 1
         tx.run(
@@ -230,26 +257,26 @@ def event_append(
             now=now,
             state_json=_json(state, what="state"),
             event={
-                "event_id": str(event["id"]),
+                "event_id": str(plan.event["id"]),
                 "seq": seq,
-                "author": str(event.get("author") or ""),
-                "timestamp": float(event["timestamp"]),
-                "invocation_id": event.get("invocation_id"),
-                "content_json": _json(content, what="content"),
-                "actions_json": _json(stored_actions, what="actions"),
-                "event_json": _json(stored_event, what="event"),
-                "text": event_text(content),
+                "author": str(plan.event.get("author") or ""),
+                "timestamp": float(plan.event["timestamp"]),
+                "invocation_id": plan.event.get("invocation_id"),
+                "content_json": _json(plan.content, what="content"),
+                "actions_json": _json(plan.stored_actions, what="actions"),
+                "event_json": _json(plan.stored_event, what="event"),
+                "text": event_text(plan.content),
             },
             writes=writes,
-            calls=calls,
-            responses=responses,
+            calls=plan.calls,
+            responses=plan.responses,
         ).consume()
-        if app_delta or user_delta:
-            _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now)
+        if plan.app_delta or plan.user_delta:
+            _shadow_update(tx, project_id, app_name, user_id, plan.app_delta, plan.user_delta, now)
         return {"last_update_time": now, "seq": seq}
 
     written = graph.write_tx(work)
-    return {"event": stored_event, **written}
+    return {"event": plan.stored_event, **written}
 
 
 def session_delete(*, project_id: str, app_name: str, user_id: str, session_id: str) -> None:
@@ -262,3 +289,17 @@ def session_delete(*, project_id: str, app_name: str, user_id: str, session_id: 
     )
     if not rows:
         raise NotFound("session not found")
+
+
+def user_erase(*, project_id: str, user_id: str, batch: int) -> dict[str, int]:
+    """Delete every session of the user in the project (in batches of `batch`, with their events and
+    tool calls), then the user's state and user node. Returns what went, by kind."""
+    counts = {"sessions": 0, "events": 0, "tool_calls": 0}
+    while True:
+        row = graph.write(cypher.USER_SESSIONS_DELETE, project_id=project_id, user_id=user_id, batch=batch)[0]
+        for key in counts:
+            counts[key] += int(row[key] or 0)
+        if row["sessions"] < batch:
+            break
+    row = graph.write(cypher.USER_STATE_DELETE, project_id=project_id, user_id=user_id)[0]
+    return {**counts, "user_states": int(row["user_states"]), "users": int(row["users"])}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -16,6 +19,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.unit
 def test_ruff_lint_and_format() -> None:
     lint = _run("ruff", "check", ".")
     assert lint.returncode == 0, lint.stdout + lint.stderr
@@ -26,6 +30,24 @@ def test_ruff_lint_and_format() -> None:
 def test_mypy_on_core() -> None:
     result = _run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.unit
+def test_import_contracts() -> None:
+    """import-linter's contracts of pyproject.toml: layers, independent clients, no task imports."""
+    clients = [
+        REPO / "clients" / name / "src" for name in ("platform-client", "google-adk", "agent-framework")
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in [REPO, *clients])}
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert result.returncode == 0 and "0 broken" in result.stdout, result.stdout + result.stderr
 
 
 def _settings_variables() -> set[str]:
@@ -39,18 +61,21 @@ def _settings_variables() -> set[str]:
     return names - {"PATH", "HOME", "JAVA_HOME", "MAVEN_OPTS"}  # the shell's, Java's and Maven's own
 
 
+@pytest.mark.unit
 def test_env_example_lists_every_variable() -> None:
     documented = set(re.findall(r"^#?\s*([A-Z0-9_]+)=", (REPO / ".env.example").read_text(), re.MULTILINE))
     missing = _settings_variables() - documented
     assert not missing, f"add to .env.example: {sorted(missing)}"
 
 
+@pytest.mark.unit
 def test_readme_configuration_table_lists_every_variable() -> None:
     readme = (REPO / "README.md").read_text()
     missing = {name for name in _settings_variables() if f"`{name}`" not in readme}
     assert not missing, f"add to README's configuration table: {sorted(missing)}"
 
 
+@pytest.mark.unit
 def test_apps_never_read_the_environment() -> None:
     offenders = []
     for app in ("core", "knowledge", "memory", "retrieval", "sessions_graph", "curation"):

@@ -12,6 +12,8 @@ from core.graph import Vector
 from core.llm.usage import usage_meter
 from tests.support.openai_server import FakeOpenAI, Step, hashed_vector
 
+pytestmark = pytest.mark.unit
+
 
 def _cos(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / (

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import neo4j.exceptions
+import pytest
 import redis.exceptions
 
 from core.errors import DependencyUnavailable, api_exception_handler
+
+pytestmark = pytest.mark.unit
 
 
 class _View:

@@ -10,6 +10,8 @@ from core.llm.client import LLMInvalidOutput, LLMNotConfigured, chat, chat_json,
 from core.llm.usage import usage_meter
 from tests.support.openai_server import FakeOpenAI, Step
 
+pytestmark = pytest.mark.unit
+
 
 class Answer(BaseModel):
     answer: str

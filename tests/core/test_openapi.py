@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from django.core.management import call_command
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_schema_generates_without_warnings_and_validates(tmp_path: Path) -> None:

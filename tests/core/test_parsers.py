@@ -9,6 +9,8 @@ from rest_framework.exceptions import ParseError
 
 from core.parsers import FastJSONParser
 
+pytestmark = pytest.mark.unit
+
 
 def _parse(raw: bytes, encoding: str | None = None) -> object:
     context = {"encoding": encoding} if encoding else {}

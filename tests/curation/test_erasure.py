@@ -10,6 +10,7 @@ from core import graph
 from curation import services
 from curation.models import AuditEntry, ErasureRequest
 from memory import services as memory_services
+from memory.tasks import memory_process
 from tests.conftest import Tenant, make_tenant
 from tests.curation.helpers import carriers, snapshot
 from tests.memory.helpers import assistant, count, store, user
@@ -32,9 +33,7 @@ def _seed_user(t: Tenant, user_id: str, canary: str) -> None:
             user_id=user_id,
             thread_id=f"{user_id}-{thread}",
         ).json()
-        memory_services.memories_process(
-            job_id=body["job_id"] or "", memory_ids=[s["id"] for s in body["stored"]]
-        )
+        memory_process.apply(args=(body["job_id"],))
         memory_services.conversation_summarize(
             project_id=t.project.id, conversation_id=body["conversation_id"], force=True
         )

@@ -6,6 +6,8 @@ import pytest
 
 from core.pii import anonymise
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("text", "expected", "kind"),

@@ -15,6 +15,7 @@ from core.embeddings import get_embedder
 from curation import services
 from curation.models import AuditEntry, PolicyRun, RetentionPolicy
 from memory import services as memory_services
+from memory.tasks import memory_process
 from tests.conftest import make_tenant
 from tests.curation.helpers import carriers, privacy, snapshot
 from tests.memory.helpers import assistant, count, msearch, store, user
@@ -52,7 +53,7 @@ def _seed(client, pid: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
         user_id="ana",
         thread_id="ana-1",
     ).json()
-    memory_services.memories_process(job_id=old["job_id"] or "", memory_ids=[s["id"] for s in old["stored"]])
+    memory_process.apply(args=(old["job_id"],))
     memory_services.conversation_summarize(project_id=pid, conversation_id=old["conversation_id"], force=True)
     fresh = store(
         client, pid, [user("Ana Souza booked a fresh table today.")], user_id="ana", thread_id="ana-2"

@@ -1,7 +1,7 @@
 """The LLM answering 429 and 5xx while a real Celery worker extracts entities from documents (LLM
 extraction) and derives facts from memories: each call is retried (RETRY_MAX_ATTEMPTS, counted on the
 fake server), then the task is retried (INGEST_MAX_RETRIES), then the work fails with the reason and
-writes nothing (knowledge/tasks.py, core/task_runs.py)."""
+writes nothing (knowledge/tasks.py, core/jobs/runs.py)."""
 
 from __future__ import annotations
 

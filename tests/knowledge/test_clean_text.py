@@ -11,6 +11,8 @@ import pytest
 from core.errors import InvalidInput
 from knowledge.pipeline.parsing import clean_text
 
+pytestmark = pytest.mark.unit
+
 
 def _best_of(n: int, text: str) -> float:
     """The least CPU time of this process over n runs (other processes on the machine do not count)."""

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from knowledge.pipeline.titles import TitleMatcher, title_names
+
+pytestmark = pytest.mark.unit
 
 TITLES = {
     "d-lothair": "Lothair II",

@@ -13,6 +13,7 @@ from core import graph
 from core.embeddings import get_embedder
 from memory import services
 from memory.models import MemoryErasure
+from memory.tasks import memory_process
 from tests.conftest import make_tenant
 from tests.memory.helpers import assistant, count, forget, memory_nodes, msearch, store, user
 
@@ -26,7 +27,7 @@ CARRIES = (
 
 
 def _process(body: dict) -> None:
-    services.memories_process(job_id=body["job_id"], memory_ids=[s["id"] for s in body["stored"]])
+    memory_process.apply(args=(body["job_id"],))  # in this process, as the worker runs it
 
 
 def _seed_user(client, pid: str, user_id: str, words: str) -> None:  # type: ignore[no-untyped-def]

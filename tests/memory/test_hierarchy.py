@@ -14,6 +14,7 @@ from knowledge.dto import DocumentInput, EntityInput
 from memory import extraction, services
 from memory.extraction import Message
 from memory.scope import Scope
+from memory.tasks import memory_process
 from tests.conftest import make_tenant
 from tests.memory.helpers import assistant, count, msearch, store, user
 from tests.retrieval.helpers import ingest_now
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 def _process(body: dict) -> Job:
     """Run the job a store queued (the test transaction never commits, so nothing was sent)."""
-    services.memories_process(job_id=body["job_id"], memory_ids=[s["id"] for s in body["stored"]])
+    memory_process.apply(args=(body["job_id"],))  # in this process, as the worker runs it
     return Job.objects.get(pk=body["job_id"])
 
 

@@ -29,6 +29,7 @@ LISTS = {
     "embedding",
 }
 INTS = {"limit", "batch", "fetch", "first_seq", "last_seq", "summarized_seq", "tokens"}
+BOOLS = {"force_anonymise", "only_plain", "set_retention", "set_expires"}
 
 
 def _dummy(name: str) -> object:
@@ -36,6 +37,8 @@ def _dummy(name: str) -> object:
         return []
     if name in INTS:
         return 1
+    if name in BOOLS:
+        return False
     return {} if name == "props" else "x"
 
 

@@ -47,9 +47,25 @@ def _start_services() -> None:
         os.environ["NEO4J_PASSWORD"] = password
 
 
+def _unit_tier() -> None:
+    """`make test-unit`: tests marked `unit` need neither Neo4j nor Redis, so none is started; the
+    settings point at a closed port, so a test that reaches for either fails at once."""
+    root = Path(tempfile.mkdtemp(prefix="kp-unit-"))
+    _temp_dirs.append(root)
+    os.environ["VAR_DIR"] = str(root / "var")
+    (root / "var" / "static").mkdir(parents=True)
+    os.environ["LLM_PROVIDER"] = "none"
+    os.environ["EMBEDDINGS_PROVIDER"] = "local"
+    os.environ.pop("DJANGO_SECRET_KEY", None)
+    os.environ["NEO4J_URI"] = "bolt://127.0.0.1:9"
+    os.environ["REDIS_URL"] = "redis://127.0.0.1:9/0"
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):  # type: ignore[no-untyped-def]
-    if not any(a in ("--collect-only", "--co", "--help", "-h") for a in args):
+    if os.environ.get("TEST_TIER") == "unit":
+        _unit_tier()
+    elif not any(a in ("--collect-only", "--co", "--help", "-h") for a in args):
         try:
             _start_services()
         except Exception:

@@ -7,6 +7,8 @@ import pytest
 from retrieval import fusion, lucene
 from retrieval.dto import Candidate
 
+pytestmark = pytest.mark.unit
+
 
 def test_terms_drop_stop_words_operators_and_syntax() -> None:
     terms = lucene.query_terms('title:(a OR b)~ \\ "The" AND NOT x* ? Who', max_terms=64)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from retrieval.dto import Candidate
 from retrieval.search_core import over_fetched
+
+pytestmark = pytest.mark.unit
 
 
 def _index(survivors_per_fetch: float, asked: list[int]):  # type: ignore[no-untyped-def]

@@ -16,9 +16,14 @@ logger = logging.getLogger(__name__)
 
 
 def run_with_retries(
-    task: Task, what: str, work: Callable[[], object], fail: Callable[[BaseException], None]
+    task: Task,
+    what: str,
+    work: Callable[[], object],
+    fail: Callable[[BaseException], None],
+    on_retry: Callable[[DependencyUnavailable, int, float], None] | None = None,
 ) -> None:
-    """Run `work`; `what` names it in logs; `fail` records a failure (it gets the exception)."""
+    """Run `work`; `what` names it in logs; `fail` records a failure (it gets the exception);
+    `on_retry(exc, attempt, delay)`, when given, notes a retry before it is scheduled."""
     try:
         work()
     except DependencyUnavailable as exc:
@@ -27,6 +32,11 @@ def run_with_retries(
             return
         delay = min(settings.RETRY_BACKOFF_MAX_SEC, settings.INGEST_RETRY_BASE_SEC * 2**task.request.retries)
         logger.warning("%s: %s unavailable, retry in %ss", what, exc.dependency, delay)
+        if on_retry is not None:
+            try:
+                on_retry(exc, task.request.retries + 1, delay)
+            except Exception:  # noqa: BLE001 - the note is best effort; the retry is what matters
+                logger.exception("%s: could not note the retry", what)
         raise task.retry(exc=exc, countdown=delay) from exc
     except Exception as exc:
         logger.exception("%s failed", what)
