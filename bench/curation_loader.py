@@ -207,7 +207,7 @@ def naive_retention(args: dict[str, Any]) -> dict[str, Any]:
     (everything the run does but the writes)."""
     from core import graph
     from core.embeddings import get_embedder
-    from core.pii import anonymise
+    from core.text.pii import anonymise
 
     started = time.perf_counter()
     cutoff = (datetime.now(UTC) - timedelta(days=args["age_days"])).strftime(TIMESTAMP_FORMAT)

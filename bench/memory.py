@@ -73,7 +73,7 @@ from bench.ingestion import _issue_key
 from bench.retrieval import _pct, _vocabulary
 from bench.rows import row
 from bench.startup import PlatformRun, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
-from core.runtime import start_neo4j
+from core.runtime.processes import start_neo4j
 
 SCALE = float(os.environ.get("BENCH_MEMORY_SCALE", "1"))
 

@@ -337,7 +337,7 @@ def _load_synthetic(neo4j_port: int, project_ids: list[str], rng: random.Random)
     django.setup()
     from django.conf import settings
 
-    from core.graph.tenancy import chunk_label, fulltext_index_statement
+    from knowledge.tenancy import chunk_label, fulltext_index_statement
 
     vocab = _vocabulary()
     nprng = np.random.default_rng(7)

@@ -27,7 +27,7 @@ import httpx
 import psutil
 
 from bench.rows import row
-from core.runtime import free_ports, start_neo4j, start_redis
+from core.runtime.processes import free_ports, start_neo4j, start_redis
 
 REPO = Path(__file__).resolve().parent.parent
 # Every platform a bench starts runs its embedded Neo4j and Redis with these passwords (as `make run`

@@ -9,16 +9,16 @@ wsgi_app = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402
 
-from core.http_threads import WsgiOnThreads  # noqa: E402
+from core.runtime.http_threads import WsgiOnThreads  # noqa: E402
 
-# HTTP: Django's WSGI handler on a pool of threads (core/http_threads.py says why not Django's
+# HTTP: Django's WSGI handler on a pool of threads (core/runtime/http_threads.py says why not Django's
 # ASGI handler); websockets: Channels.
 http_app = WsgiOnThreads(wsgi_app, threads=settings.WEB_THREADS, max_body_bytes=settings.API_MAX_BODY_BYTES)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from core.routing import websocket_urlpatterns  # noqa: E402
-from core.ws_auth import OriginCheck  # noqa: E402
+from core.auth.websocket import OriginCheck  # noqa: E402
+from core.progress.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -27,10 +27,10 @@ application = ProtocolTypeRouter(
     }
 )
 
-from core import heap  # noqa: E402
 from core.embeddings.base import warm_in_background  # noqa: E402
+from core.runtime import heap  # noqa: E402
 
 # Django, DRF, Channels and the driver are loaded: keep them out of garbage collection, then load
-# the embedding model in the background (it freezes its own objects once loaded; core/heap.py)
+# the embedding model in the background (it freezes its own objects once loaded; core/runtime/heap.py)
 heap.freeze_long_lived()
 warm_in_background()

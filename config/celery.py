@@ -17,8 +17,10 @@ app.autodiscover_tasks()
 def _fresh_graph_driver(**_kwargs: object) -> None:
     """A forked pool process must not reuse the parent's Bolt sockets, and its share of the cores
     for the local embedder is the machine's cores divided by the pool size."""
-    from core import graph, heap
+    # in the forked pool process, after Django is set up (this module loads before the settings)
+    from core import graph
     from core.embeddings.local import configure_threads
+    from core.runtime import heap
 
     graph.reset_driver()
     configure_threads()

@@ -10,7 +10,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from core.secrets import MIN_SECRET_KEY_CHARS, PUBLIC_SECRET_KEYS, install_secret
+from core.auth.secrets import MIN_SECRET_KEY_CHARS, PUBLIC_SECRET_KEYS, install_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -56,8 +56,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "core.middleware.BodySizeLimitMiddleware",
-    "core.middleware.ProbeThrottleMiddleware",
+    "core.api.middleware.BodySizeLimitMiddleware",
+    "core.api.middleware.ProbeThrottleMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -66,7 +66,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "core.middleware.DependencyErrorMiddleware",
+    "core.api.middleware.DependencyErrorMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -98,7 +98,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # another writer (SQLite answers "database is locked" at once, whatever the timeout).
     DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=30, transaction_mode="IMMEDIATE")
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
-# HTTP requests run on a fixed pool of WEB_THREADS threads (core/http_threads.py), each keeping its
+# HTTP requests run on a fixed pool of WEB_THREADS threads (core/runtime/http_threads.py), each keeping its
 # SQL connection for DB_CONN_MAX_AGE seconds (0: a new connection per request).
 for _db in DATABASES.values():
     _db["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=300)
@@ -145,14 +145,14 @@ WS_KEY_RECHECK_SEC = env.float("WS_KEY_RECHECK_SEC", default=30.0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "core.auth.ApiKeyAuthentication",
+        "core.auth.keys.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.api.throttling.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": API_THROTTLE_RATE},
     "DEFAULT_PARSER_CLASSES": [
-        "core.parsers.FastJSONParser",
+        "core.api.parsers.FastJSONParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -410,7 +410,7 @@ MEMORY_VECTOR_INDEX_QUANTIZATION = env.bool("MEMORY_VECTOR_INDEX_QUANTIZATION", 
 # Accessibility of new projects' conversations: private (seen only by searches naming the owner),
 # shared or public (seen by any search whose scope matches)
 MEMORY_DEFAULT_ACCESSIBILITY = env.str("MEMORY_DEFAULT_ACCESSIBILITY", default="shared")
-# --- Curation: privacy, retention, erasure (issue 9) -------------------------------------------------------
+# --- Curation: privacy, retention, erasure -------------------------------------------------------
 # Phone numbers written without a country code are read as numbers of this region (ISO 3166 code)
 PII_PHONE_REGION = env.str("PII_PHONE_REGION", default="US")
 # Celery beat runs every enabled retention policy this often (hours); 0 turns it off

@@ -10,8 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import selectors, services
-from core.api_base import MAX_OFFSET, PlatformApi, ProjectApi, StrictSerializer
-from core.auth import request_api_key, request_project_id
+from core.api.base import MAX_OFFSET, PlatformApi, ProjectApi, StrictSerializer
+from core.auth.keys import request_api_key, request_project_id
 
 
 class HealthzApi(APIView):

@@ -6,6 +6,7 @@ import hashlib
 import secrets
 import uuid
 
+from django.conf import settings
 from django.db import models
 
 SCOPES = ("read", "write", "admin")
@@ -17,8 +18,6 @@ ACCESSIBILITY = ("private", "shared", "public")
 
 
 def default_accessibility() -> str:
-    from django.conf import settings
-
     return str(settings.MEMORY_DEFAULT_ACCESSIBILITY)
 
 
@@ -35,7 +34,7 @@ class Project(models.Model):
     embedding_dimensions = models.PositiveIntegerField()
     chunk_size_tokens = models.PositiveIntegerField(default=600)
     chunk_overlap_tokens = models.PositiveIntegerField(default=100)
-    # Privacy defaults of new conversations (seed 003) and redaction at ingest (issue 9)
+    # Privacy defaults of new conversations (seed 003) and redaction at ingest
     default_retention_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="days a new conversation is kept after its last message; empty: kept"
     )
@@ -63,7 +62,7 @@ class Project(models.Model):
 
     class Meta:
         ordering = ["name", "id"]
-        # What a staff session may do through the API (core.auth.HasScope); API keys use scopes.
+        # What a staff session may do through the API (core.auth.keys.HasScope); API keys use scopes.
         permissions = [
             ("api_read", "Can read every project through the API"),
             ("api_write", "Can read and write every project through the API"),

@@ -15,8 +15,9 @@ from django.conf import settings
 from core import graph
 from core.dto import ProjectData
 from core.errors import NotFound
+from core.llm.client import llm_ping
 from core.models import Job, Project
-from core.redis_client import get_redis
+from core.runtime.redis_client import get_redis
 
 
 def project_get(*, project_id: str) -> ProjectData:
@@ -104,8 +105,6 @@ def _check_celery() -> dict[str, Any]:
 
 
 def _check_llm() -> dict[str, Any]:
-    from core.llm.client import llm_ping
-
     return llm_ping(timeout_sec=settings.HEALTHZ_TIMEOUT_SEC)
 
 

@@ -10,12 +10,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from core import graph
+from core.auth.signals import key_sockets_close
 from core.dto import IssuedApiKey, ProjectData
 from core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 from core.models import SCOPES, ApiKey, Project
 from core.nodes import ProjectNode
 from core.selectors import project_data
-from core.signals import key_sockets_close
 
 RATE_RE = re.compile(r"^[1-9][0-9]{0,6}/(s|sec|second|m|min|minute|h|hour|d|day)$")
 

@@ -1,4 +1,4 @@
-"""The curators' admin (issue 9): graph content pages, privacy settings, retention policies with
+"""The curators' admin: graph content pages, privacy settings, retention policies with
 preview and run, erasure requests and the audit log. Every action needs its Django permission; the
 admin only parses input, calls one service or selector and renders."""
 
@@ -8,6 +8,7 @@ from datetime import date, datetime
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -349,6 +350,60 @@ class GraphContentAdmin(admin.ModelAdmin):
             },
         )
 
+    def _anonymise(
+        self, request: HttpRequest, kind: str, node_id: str, detail: dict[str, Any]
+    ) -> HttpResponse:
+        """The detail page's anonymise button: a conversation at once, a document re-ingested."""
+        project_id = (detail.get("conversation") or detail.get("document") or {})["project_id"]
+        if kind == "conversations":
+            counts = services.conversation_anonymise_now(
+                project_id=project_id, conversation_id=node_id, actor=actor_of(request)
+            )
+            messages.success(request, f"anonymised: {counts}")
+            return HttpResponseRedirect(request.path)
+        result = services.document_anonymise(
+            project_id=project_id, document_id=node_id, actor=actor_of(request)
+        )
+        messages.success(
+            request,
+            f"anonymised; re-ingesting as document {result['document_id']} (job {result['job_id']})",
+        )
+        return HttpResponseRedirect(
+            reverse("admin:curation_graph_detail", args=[kind, result["document_id"]])
+        )
+
+    def _privacy(
+        self, request: HttpRequest, node_id: str, conversation: dict[str, Any], can_change: bool
+    ) -> tuple[PrivacyForm, HttpResponse | None]:
+        """A conversation's privacy form: saved on POST (then a redirect), else filled from the node."""
+        if request.method != "POST":
+            initial = {
+                "accessibility": conversation.get("accessibility") or "shared",
+                "retention_days": conversation.get("retention_days"),
+                "anonymize": bool(conversation.get("anonymize")),
+                "expires_at": _parse(conversation.get("expires_at"))
+                if conversation.get("expires_fixed")
+                else None,
+            }
+            return PrivacyForm(initial=initial), None
+        if not can_change:
+            raise PermissionDenied
+        form = PrivacyForm(request.POST)
+        if not form.is_valid():
+            return form, None
+        data = form.cleaned_data
+        services.conversation_privacy_set(
+            project_id=conversation["project_id"],
+            conversation_id=node_id,
+            actor=actor_of(request),
+            accessibility=data["accessibility"],
+            retention_days=data["retention_days"],
+            anonymize=data["anonymize"],
+            expires_at=data["expires_at"],
+        )
+        messages.success(request, "privacy settings saved")
+        return form, HttpResponseRedirect(request.path)
+
     def detail_view(self, request: HttpRequest, kind: str, node_id: str) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
@@ -362,53 +417,11 @@ class GraphContentAdmin(admin.ModelAdmin):
         if request.method == "POST" and request.POST.get("action") == "anonymise":
             if not can_anonymise:
                 raise PermissionDenied
-            project_id = (detail.get("conversation") or detail.get("document") or {})["project_id"]
-            if kind == "conversations":
-                counts = services.conversation_anonymise_now(
-                    project_id=project_id, conversation_id=node_id, actor=actor_of(request)
-                )
-                messages.success(request, f"anonymised: {counts}")
-                return HttpResponseRedirect(request.path)
-            result = services.document_anonymise(
-                project_id=project_id, document_id=node_id, actor=actor_of(request)
-            )
-            messages.success(
-                request,
-                f"anonymised; re-ingesting as document {result['document_id']} (job {result['job_id']})",
-            )
-            return HttpResponseRedirect(
-                reverse("admin:curation_graph_detail", args=[kind, result["document_id"]])
-            )
+            return self._anonymise(request, kind, node_id, detail)
         if kind == "conversations":
-            conversation = detail["conversation"]
-            if request.method == "POST":
-                if not can_change:
-                    raise PermissionDenied
-                privacy_form = PrivacyForm(request.POST)
-                if privacy_form.is_valid():
-                    data = privacy_form.cleaned_data
-                    services.conversation_privacy_set(
-                        project_id=conversation["project_id"],
-                        conversation_id=node_id,
-                        actor=actor_of(request),
-                        accessibility=data["accessibility"],
-                        retention_days=data["retention_days"],
-                        anonymize=data["anonymize"],
-                        expires_at=data["expires_at"],
-                    )
-                    messages.success(request, "privacy settings saved")
-                    return HttpResponseRedirect(request.path)
-            else:
-                privacy_form = PrivacyForm(
-                    initial={
-                        "accessibility": conversation.get("accessibility") or "shared",
-                        "retention_days": conversation.get("retention_days"),
-                        "anonymize": bool(conversation.get("anonymize")),
-                        "expires_at": _parse(conversation.get("expires_at"))
-                        if conversation.get("expires_fixed")
-                        else None,
-                    }
-                )
+            privacy_form, saved = self._privacy(request, node_id, detail["conversation"], can_change)
+            if saved is not None:
+                return saved
         elif request.method == "POST":
             return HttpResponse("nothing to change here", status=405)
         return render(
@@ -463,8 +476,6 @@ def _sections(kind: str, detail: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _page_size() -> int:
-    from django.conf import settings
-
     return int(settings.CURATION_PAGE_SIZE)
 
 

@@ -9,7 +9,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi, StrictSerializer
+from core.api.base import ProjectApi, StrictSerializer
 from core.models import ACCESSIBILITY
 from curation import selectors, services
 from curation.models import ErasureRequest
@@ -37,7 +37,7 @@ class ConversationPrivacyApi(ProjectApi):
 
     @property
     def staff_permission(self) -> str | None:
-        """A staff session changes privacy with the curator permission (core.auth.HasScope)."""
+        """A staff session changes privacy with the curator permission (core.auth.keys.HasScope)."""
         return "curation.change_privacy" if self.request.method == "PATCH" else None
 
     class ConversationPrivacyInputSerializer(SettingsInput):

@@ -1,4 +1,4 @@
-"""SQL models of curation (issue 9): retention policies and their runs, erasure requests and the
+"""SQL models of curation: retention policies and their runs, erasure requests and the
 audit log of every curator action and policy run. None of them ever holds erased or anonymised
 text: only identifiers, settings and counts."""
 

@@ -163,23 +163,18 @@ def _search_ids(kind: Kind, project_id: str | None, q: str, limit: int) -> list[
     return [r["id"] for r in rows if r["id"]]
 
 
-def graph_page(
+def _filters(
+    kind: Kind,
+    params: dict[str, Any],
     *,
-    kind_name: str,
-    project_id: str | None = None,
-    user_id: str | None = None,
-    date_from: date | None = None,
-    date_to: date | None = None,
-    q: str | None = None,
-    cursor: str | None = None,
-    limit: int = 50,
-) -> Page:
-    """One page of a kind, newest (or first by name) first, filtered; `next_cursor` continues it."""
-    kind = KINDS.get(kind_name)
-    if kind is None:
-        raise NotFound("no such kind of graph content")
+    project_id: str | None,
+    user_id: str | None,
+    date_from: date | None,
+    date_to: date | None,
+    q: str | None,
+) -> list[str]:
+    """The WHERE conditions of a page's filters; their values go into `params`."""
     where: list[str] = []
-    params: dict[str, Any] = {"limit": limit + 1}
     if project_id:
         where.append("n.project_id = $project_id")
         params["project_id"] = project_id
@@ -201,6 +196,38 @@ def graph_page(
         elif ids is not None:
             where.append("n.id IN $ids")
             params["ids"] = ids
+    return where
+
+
+def _display_row(kind: Kind, row: dict[str, Any]) -> dict[str, Any]:
+    """A row as a list page shows it: times as text, long text and descriptions cut at 200 characters."""
+    if kind.time_type == "datetime" and row.get(kind.order) is not None:
+        row[kind.order] = str(row[kind.order])
+    for name in ("text", "description"):
+        if isinstance(row.get(name), str) and len(row[name]) > 200:
+            row[name] = row[name][:200] + "…"
+    return row
+
+
+def graph_page(
+    *,
+    kind_name: str,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    date_from: date | None = None,
+    date_to: date | None = None,
+    q: str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> Page:
+    """One page of a kind, newest (or first by name) first, filtered; `next_cursor` continues it."""
+    kind = KINDS.get(kind_name)
+    if kind is None:
+        raise NotFound("no such kind of graph content")
+    params: dict[str, Any] = {"limit": limit + 1}
+    where = _filters(
+        kind, params, project_id=project_id, user_id=user_id, date_from=date_from, date_to=date_to, q=q
+    )
     order = f"n.{kind.order}"
     if cursor:
         value, after_id = _cursor_decode(cursor)
@@ -225,16 +252,7 @@ def graph_page(
     next_cursor = None
     if len(rows) > limit and page:
         next_cursor = _cursor_encode(page[-1]["sort_value"], page[-1]["row"]["id"])
-    out = []
-    for r in page:
-        row = dict(r["row"])
-        if kind.time_type == "datetime" and row.get(kind.order) is not None:
-            row[kind.order] = str(row[kind.order])
-        if isinstance(row.get("text"), str) and len(row["text"]) > 200:
-            row["text"] = row["text"][:200] + "…"
-        if isinstance(row.get("description"), str) and len(row["description"]) > 200:
-            row["description"] = row["description"][:200] + "…"
-        out.append(row)
+    out = [_display_row(kind, dict(r["row"])) for r in page]
     filters = {
         "project_id": project_id,
         "user_id": user_id,

@@ -1,4 +1,4 @@
-"""Writes of curation (issue 9): privacy settings, retention runs, anonymisation, erasure requests,
+"""Writes of curation: privacy settings, retention runs, anonymisation, erasure requests,
 and the audit entry every one of them leaves. Reads are in curation.selectors."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from core.errors import InvalidInput, NotFound
 from core.graph.schema import ensure_schema
 from core.jobs import broker_ensure, job_enqueue
 from core.models import ACCESSIBILITY, Project
-from core.pii import PLACEHOLDERS, anonymise
-from core.progress import ProgressEvent, publish
+from core.progress.events import ProgressEvent, publish
+from core.text.pii import PLACEHOLDERS, anonymise
 from curation.models import AuditEntry, ErasureRequest, PolicyRun, RetentionPolicy
 from knowledge import retention as knowledge_retention
 from knowledge.dto import DocumentInput

@@ -11,10 +11,10 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import MAX_OFFSET, ProjectApi, StrictSerializer
+from core.api.base import MAX_OFFSET, ProjectApi, StrictSerializer
+from core.api.parsers import FastJSONParser
 from core.errors import InvalidInput, PlatformError
-from core.metadata import metadata_errors
-from core.parsers import FastJSONParser
+from core.text.metadata import metadata_errors
 from knowledge import selectors, services
 from knowledge.dto import DocumentInput, EntityInput, RelationInput
 from knowledge.pipeline.parsing import (

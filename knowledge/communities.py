@@ -26,8 +26,8 @@ from core.jobs.tasks import JobOutcome, failure_reason, job_execute
 from core.llm.client import chat_json, llm_configured
 from core.llm.usage import usage_meter
 from core.models import Job
-from core.progress import job_progress
-from core.redis_client import get_redis
+from core.progress.events import job_progress
+from core.runtime.redis_client import get_redis
 from knowledge import cypher
 
 logger = logging.getLogger(__name__)

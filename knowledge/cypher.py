@@ -21,8 +21,8 @@ def SCHEMA() -> list[str]:  # noqa: N802 - the schema hook name shared by all ap
         "CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.description]",
         vector.format(name="chunk_embedding", label="Chunk", dims=dims),
         # Entities keep their name embeddings (entity resolution compares them in Python), but no
-        # query searches them by vector: an HNSW index on them cost every ingestion and community
-        # rebuild an insert per entity (~6,000 on hotpotqa-100) for nothing. Seed 002 names vector
+        # query searches them by vector, so an HNSW index on them would cost every ingestion and
+        # community rebuild an insert per entity for nothing. Seed 002 names vector
         # indexes on chunks and communities only.
         "DROP INDEX entity_embedding IF EXISTS",
         vector.format(name="community_embedding", label="Community", dims=dims),

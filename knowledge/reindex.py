@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from core import graph
 from core.embeddings import get_embedder
 from core.errors import NotFound
-from core.graph import tenancy
 from core.models import Project
 from core.services import project_embedder_check
-from knowledge import cypher
+from knowledge import cypher, tenancy
 from knowledge.pipeline.chunking import heading_paths, search_text
 
 DOCUMENTS_PER_PAGE = 50

@@ -24,21 +24,21 @@ from core import graph
 from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from core.graph.schema import ensure_schema
-from core.graph.tenancy import chunk_label, project_fulltext_ensure, project_index_ensure
 from core.jobs import broker_ensure, job_create, job_enqueue
 from core.llm.usage import usage_meter
-from core.metadata import encode_pairs
 from core.models import Job, Project
-from core.pii import PLACEHOLDERS, anonymise
-from core.progress import ProgressEvent, job_progress, publish
-from core.redis_client import get_redis
+from core.progress.events import ProgressEvent, job_progress, publish
+from core.runtime.redis_client import get_redis
 from core.services import project_embedder_check, project_graph_changed
+from core.text.metadata import encode_pairs
+from core.text.pii import PLACEHOLDERS, anonymise
 from knowledge import cypher
 from knowledge.communities import REBUILD_TASK, communities_schedule
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
 from knowledge.models import IngestBatch
 from knowledge.pipeline.chunking import chunk_text, search_text
 from knowledge.pipeline.extraction import ExtractedEntity, ExtractedRelation, Extraction, entity_key, extract
+from knowledge.tenancy import chunk_label, project_fulltext_ensure, project_index_ensure
 from knowledge.title_links import title_links
 
 logger = logging.getLogger(__name__)
@@ -73,6 +73,34 @@ def document_redact(doc: DocumentInput) -> DocumentInput:
     )
 
 
+def _document_row(position: int, doc: DocumentInput, references: list[str]) -> dict[str, Any]:
+    """A submitted document as DOCUMENTS_SUBMIT writes it; its key is its source path, else its hash."""
+    key = f"path:{doc.source_path}" if doc.source_path else f"sha256:{content_hash(doc)}"
+    graph_json = None
+    if doc.entities is not None or doc.relations is not None:
+        graph_json = json.dumps(
+            {
+                "entities": [asdict(e) for e in doc.entities or []],
+                "relations": [asdict(r) for r in doc.relations or []],
+            }
+        )
+    return {
+        "position": position,
+        "id": str(uuid.uuid4()),
+        "doc_key": key,
+        "title": doc.title,
+        "source_path": doc.source_path,
+        "mime_type": doc.mime_type,
+        "author": doc.author,
+        "metadata_json": json.dumps(doc.metadata, sort_keys=True) if doc.metadata else None,
+        "meta_kv": encode_pairs(doc.metadata or {}),
+        "content": doc.text,
+        "content_hash": content_hash(doc),
+        "graph_json": graph_json,
+        "references": references,
+    }
+
+
 def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> SubmitResult:
     """Queue documents for ingestion. Same content (hash) as a stored or queued document: a no-op."""
     project = Project.objects.get(pk=project_id)
@@ -84,34 +112,7 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
     if project.redact_pii_at_ingest:
         documents = [document_redact(doc) for doc in documents]
     references = _resolve_references(project_id, documents)
-    rows = []
-    for position, doc in enumerate(documents):
-        key = f"path:{doc.source_path}" if doc.source_path else f"sha256:{content_hash(doc)}"
-        graph_json = None
-        if doc.entities is not None or doc.relations is not None:
-            graph_json = json.dumps(
-                {
-                    "entities": [asdict(e) for e in doc.entities or []],
-                    "relations": [asdict(r) for r in doc.relations or []],
-                }
-            )
-        rows.append(
-            {
-                "position": position,
-                "id": str(uuid.uuid4()),
-                "doc_key": key,
-                "title": doc.title,
-                "source_path": doc.source_path,
-                "mime_type": doc.mime_type,
-                "author": doc.author,
-                "metadata_json": json.dumps(doc.metadata, sort_keys=True) if doc.metadata else None,
-                "meta_kv": encode_pairs(doc.metadata or {}),
-                "content": doc.text,
-                "content_hash": content_hash(doc),
-                "graph_json": graph_json,
-                "references": references[position],
-            }
-        )
+    rows = [_document_row(position, doc, references[position]) for position, doc in enumerate(documents)]
     with transaction.atomic():
         job = job_create(
             project_id=project_id,

@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from core import graph
-from core.graph import tenancy
-from knowledge import cypher
+from knowledge import cypher, tenancy
 from knowledge.pipeline.titles import TitleMatcher, title_names
 
 # Stored chunks examined per batch for naming one of its titles (the fulltext index ranks them).

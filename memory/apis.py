@@ -15,7 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi, QueryTextField, StrictSerializer
+from core.api.base import ProjectApi, QueryTextField, StrictSerializer
 from core.errors import InvalidInput
 from memory import selectors, services
 from memory.dto import DEPTHS, SEARCH_MODES, MessageInput

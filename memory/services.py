@@ -26,9 +26,9 @@ from core.graph.schema import ensure_schema
 from core.jobs import broker_ensure, job_submit
 from core.jobs.tasks import JobOutcome
 from core.models import Job, Project
-from core.pii import anonymise
-from core.progress import job_progress
+from core.progress.events import job_progress
 from core.services import project_embedder_check
+from core.text.pii import anonymise
 from knowledge.pipeline.chunking import count_tokens
 from knowledge.selectors import entities_named
 from memory import cypher, extraction

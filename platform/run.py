@@ -19,7 +19,7 @@ import environ  # noqa: E402
 import honcho.manager  # noqa: E402
 from honcho.environ import parse_procfile  # noqa: E402
 
-from core.secrets import install_secret  # noqa: E402
+from core.auth.secrets import install_secret  # noqa: E402
 
 # Neo4j needs more than honcho's default 5 s to shut down cleanly before a SIGKILL.
 honcho.manager.KILL_WAIT = int(os.environ.get("SHUTDOWN_WAIT_SEC", "60"))

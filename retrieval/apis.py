@@ -9,8 +9,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi, QueryTextField, StrictSerializer
-from core.metadata import metadata_errors
+from core.api.base import ProjectApi, QueryTextField, StrictSerializer
+from core.text.metadata import metadata_errors
 from retrieval import services
 from retrieval.dto import MODES, SearchFilters
 

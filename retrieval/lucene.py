@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 
-# Lucene's classic English stop-word set plus question words, which carry no topic (measured on
-# hotpotqa-100: fulltext recall@2 57.5 -> 58.5, hybrid 67.0 -> 68.0).
+# Lucene's classic English stop-word set plus question words, which carry no topic: a question's
+# "which", "what" or "when" should not rank passages (docs/decisions.md, "Fulltext: one Lucene
+# index per project").
 STOP_WORDS = frozenset(
     {
         "a",

@@ -3,8 +3,8 @@
 A profile is Cypher that runs for every hit with `node` (the chunk) and `score` bound, and returns
 `text`, `score` and extra columns (seed 000's retrieval query pattern). It is curator code, but it
 runs with the read key of whichever project searches, so it must never see another project's nodes
-(issue 28, finding 6: `MATCH (m:Memory) RETURN m.text AS text, score` returned every tenant's
-private messages). Neo4j Community has no per-tenant access control and no views, so the profile is
+(unconfined, `MATCH (m:Memory) RETURN m.text AS text, score` would return every tenant's private
+messages). Neo4j Community has no per-tenant access control and no views, so the profile is
 confined here, by four independent barriers:
 
 1. **Its own tokens.** The query is split by a Cypher lexer (strings, backtick-quoted names,

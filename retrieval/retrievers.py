@@ -21,7 +21,7 @@ from django.conf import settings
 from neo4j.exceptions import ClientError
 
 from core import graph
-from core.graph import tenancy
+from knowledge import tenancy
 from retrieval import cypher, lucene, passage_graph, search_core
 from retrieval.dto import Candidate, Scope
 

@@ -13,9 +13,9 @@ from core import graph
 from core.embeddings import get_embedder
 from core.errors import InvalidInput
 from core.graph.schema import ensure_schema
-from core.metadata import encode_pair
 from core.models import Project
 from core.services import project_embedder_check
+from core.text.metadata import encode_pair
 from knowledge.pipeline.parsing import standardise_source_path
 from retrieval import cypher, profiles
 from retrieval.dto import Candidate, Scope, SearchFilters, SearchItem, SearchResult

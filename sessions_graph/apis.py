@@ -14,7 +14,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import ProjectApi, StrictSerializer
+from core.api.base import ProjectApi, StrictSerializer
 from core.errors import InvalidInput, NotFound
 from memory.services import normalise_timestamp
 from sessions_graph import memory, selectors, services

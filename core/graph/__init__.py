@@ -93,7 +93,7 @@ def reset_driver() -> None:
 
 def attach_neomodel() -> None:
     """Point neomodel (and django-neomodel) at the shared driver."""
-    from neomodel import config, db
+    from neomodel import config, db  # neomodel reads Django's settings on import: loaded once they are
 
     driver = get_driver()
     config.DATABASE_URL = None

@@ -7,7 +7,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from celery import Task
+from celery import (  # current_app: the project's app (config loads it); core imports no config
+    Task,
+    current_app,
+)
 from django.conf import settings
 
 from core.errors import DependencyUnavailable
@@ -47,8 +50,6 @@ def broker_ensure() -> None:
     """Raise DependencyUnavailable("redis") when the Celery broker cannot be reached. A request that
     writes work for a task calls this before writing: tasks are queued after the commit, so a broker
     found down only then would leave the work written and never queued (a 503 that wrote something)."""
-    from celery import current_app  # the project's app (config/__init__ loads it), core imports no config
-
     try:
         with current_app.connection_for_write() as connection:
             connection.ensure_connection(max_retries=0, timeout=settings.HEALTHZ_TIMEOUT_SEC)

@@ -14,7 +14,7 @@ from core.errors import DependencyUnavailable
 from core.jobs.lifecycle import job_fail, job_start, job_succeed
 from core.jobs.runs import run_with_retries
 from core.models import Job
-from core.progress import job_progress
+from core.progress.events import job_progress
 
 
 @dataclass

@@ -54,7 +54,7 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
 
 @functools.lru_cache(maxsize=4)
 def _yake(max_entities: int):
-    import yake
+    import yake  # only extractive mode needs it; it loads its stop-word lists on import
 
     return yake.KeywordExtractor(lan="en", n=3, top=max_entities * 2, dedupLim=0.8)
 

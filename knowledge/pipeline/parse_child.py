@@ -1,4 +1,4 @@
-"""Text of an uploaded PDF or HTML file, extracted in a child process under limits (issue 28).
+"""Text of an uploaded PDF or HTML file, extracted in a child process under limits.
 
 `knowledge.pipeline.parsing.parse_bytes` runs this module as
 `python -m knowledge.pipeline.parse_child <mime type> <max pages> <max characters> <cpu s> <memory MB>`
@@ -88,6 +88,7 @@ def _shown_bytes(operand: Any) -> int:
 
 
 def pdf_text(raw: bytes, *, max_pages: int, max_chars: int) -> str:
+    # parsers load in the parse child process only (their memory and CPU are limited there)
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError, PyPdfError
 
@@ -118,7 +119,7 @@ def pdf_text(raw: bytes, *, max_pages: int, max_chars: int) -> str:
 
 
 def html_text(raw: bytes, *, max_chars: int) -> str:
-    from inscriptis import get_text
+    from inscriptis import get_text  # in the parse child process only, as pypdf
 
     try:
         html = raw.decode("utf-8-sig")

@@ -94,8 +94,8 @@ def _too_long() -> PayloadTooLarge:
     )
 
 
-# Untrusted PDF and HTML are parsed in a child process (issue 28: a 16 KB PDF cost 26.5 s of CPU in the
-# request thread, a 24 KB one built 12 M characters before it was refused). The child limits its own CPU
+# Untrusted PDF and HTML are parsed in a child process: a small crafted file can cost many seconds of
+# CPU or build millions of characters of text (docs/security.md). The child limits its own CPU
 # time and address space, refuses a PDF over PDF_MAX_PAGES before reading a page and stops extracting
 # once the text passes INGEST_MAX_TEXT_CHARS; this side gives it PARSE_TIMEOUT_SEC of wall-clock time.
 # It runs during the request rather than in the ingest worker because a file that cannot be read is

@@ -11,8 +11,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api_base import PlatformApi, QueryTextField, StrictSerializer
-from core.auth import is_staff, mark_probe, request_project_id
+from core.api.base import PlatformApi, QueryTextField, StrictSerializer
+from core.auth.keys import is_staff, mark_probe, request_project_id
 from core.errors import NotFound, PlatformError, unavailable_dependency
 from core.models import Project
 from retrieval.drift.services import drift_search

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from core.progress import ProgressEvent, publish_now
+from core.progress.events import ProgressEvent, publish_now
 
 PHASE_PCT = {
     "initializing": 0,

@@ -29,7 +29,7 @@ from knowledge_platform_client import (
 from openai import AsyncOpenAI
 from pydantic import ValidationError
 
-from core.runtime import free_port
+from core.runtime.processes import free_port
 from tests.clients.conftest import Platform
 from tests.conftest import Tenant, worker_env
 from tests.retrieval.corpus import DOCS

@@ -24,7 +24,7 @@ from knowledge_platform_client import (
 )
 from knowledge_platform_client.http import retry_after_seconds
 
-from core.runtime import free_port
+from core.runtime.processes import free_port
 from tests.clients.conftest import Platform, _web
 from tests.conftest import Tenant
 from tests.support.scripted_http import ScriptedHttp

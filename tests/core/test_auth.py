@@ -238,7 +238,7 @@ def test_a_concurrent_burst_cannot_slip_past_the_throttle(tenant_a: Tenant) -> N
     from rest_framework.request import Request as DrfRequest
     from rest_framework.test import APIRequestFactory
 
-    from core.throttling import ApiKeyRateThrottle
+    from core.api.throttling import ApiKeyRateThrottle
 
     key = ApiKey.objects.get(pk=tenant_a.read_key.id)
     key.rate_limit = "3/min"

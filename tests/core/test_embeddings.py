@@ -123,7 +123,7 @@ def test_wrong_dimension_from_server_is_rejected(fake_openai: FakeOpenAI, settin
 
 def test_the_loaded_local_model_is_kept_out_of_garbage_collection() -> None:
     """PyTorch and the model are hundreds of thousands of long-lived objects: once loaded they are
-    frozen (core/heap.py), so a full collection no longer walks them (~360 ms each, GIL held)."""
+    frozen (core/runtime/heap.py), so a full collection no longer walks them (~360 ms each, GIL held)."""
     import gc
 
     get_embedder().warm()

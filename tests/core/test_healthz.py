@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from core.runtime import free_port
+from core.runtime.processes import free_port
 from memory.indexes import version_supports_vectors
 from tests.plugins.services import started
 from tests.support.openai_server import FakeOpenAI

@@ -13,8 +13,8 @@ from asgiref.testing import ApplicationCommunicator
 from django.core.wsgi import get_wsgi_application
 
 from config.asgi import application
-from core.http_threads import WsgiOnThreads
 from core.models import Job
+from core.runtime.http_threads import WsgiOnThreads
 from tests.conftest import Tenant, make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,7 +20,7 @@ from core.errors import Conflict
 from core.jobs import job_create, job_rerun, job_submit
 from core.jobs.tasks import JobOutcome, job_execute
 from core.models import Job
-from core.redis_client import get_redis
+from core.runtime.redis_client import get_redis
 from knowledge.dto import DocumentInput
 from knowledge.models import IngestBatch
 from knowledge.services import documents_submit, ingest_batch_fail, ingest_batch_run, ingest_job_resume

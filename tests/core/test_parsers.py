@@ -7,7 +7,7 @@ import io
 import pytest
 from rest_framework.exceptions import ParseError
 
-from core.parsers import FastJSONParser
+from core.api.parsers import FastJSONParser
 
 pytestmark = pytest.mark.unit
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from core import pii
+from core.text import pii
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable
 
 from core import graph
-from core.graph import tenancy
+from knowledge import tenancy
 
 
 def _at_once(create: Callable[[str], None], project_id: str, threads: int = 6) -> list[BaseException]:

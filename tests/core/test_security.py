@@ -22,9 +22,9 @@ from rest_framework.test import APIClient
 
 from config.asgi import application
 from core import graph
+from core.auth.secrets import PUBLIC_SECRET_KEYS
 from core.models import Job, Project
-from core.progress import ProgressEvent, publish
-from core.secrets import PUBLIC_SECRET_KEYS
+from core.progress.events import ProgressEvent, publish
 from core.services import api_key_revoke
 from tests.conftest import Tenant, make_tenant
 from tests.support.processes import REPO

@@ -11,8 +11,8 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
 from config.asgi import application
-from core.progress import ProgressEvent, publish
-from core.redis_client import get_redis
+from core.progress.events import ProgressEvent, publish
+from core.runtime.redis_client import get_redis
 from tests.conftest import Tenant, make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -234,7 +234,7 @@ def test_publish_now_delivers_every_event_in_order(tenants: tuple[Tenant, Tenant
     websocket and Redis pub/sub still get every event in the order it was published, from any thread."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from core.progress import publish_now
+    from core.progress.events import publish_now
 
     a, _ = tenants
     settings.PROGRESS_REDIS_CHANNEL = "ui:publish-now-order"

@@ -1,10 +1,10 @@
-"""PII detection (core.pii): what is replaced, by which placeholder, and what is left alone."""
+"""PII detection (core.text.pii): what is replaced, by which placeholder, and what is left alone."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.pii import anonymise
+from core.text.pii import anonymise
 
 pytestmark = pytest.mark.unit
 
@@ -83,7 +83,7 @@ def test_overlapping_detections_keep_one_placeholder() -> None:
 @pytest.mark.parametrize("repeats", [1, 40])
 def test_a_name_that_repeats_is_replaced_as_one_that_occurs_once(repeats: int) -> None:
     """A first word that starts many names is matched by a compiled expression instead of walked
-    (core/pii.py, _NameIndex); either way every occurrence is replaced, the longest name at a
+    (core/text/pii.py, _NameIndex); either way every occurrence is replaced, the longest name at a
     position wins, and a name that starts inside a span another detector kept is still found."""
     known = {"Ana Souza", "Souza Lima", "Ana"}
     unit = "Ana Souza met Ana. bob@x.Ana Souza Lima left. "

@@ -12,7 +12,7 @@ import pytest
 
 from core import graph
 from core.models import Job
-from core.runtime import start_neo4j
+from core.runtime.processes import start_neo4j
 from knowledge.models import IngestBatch
 from tests.conftest import make_tenant, start_worker, stop_worker, worker_env
 from tests.knowledge.helpers import wait_job

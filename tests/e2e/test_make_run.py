@@ -17,7 +17,7 @@ import httpx
 import psutil
 import pytest
 
-from core.runtime import free_port, free_ports
+from core.runtime.processes import free_port, free_ports
 from tests.support.processes import REPO, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from neo4j import GraphDatabase
 
-from core.runtime import start_neo4j
+from core.runtime.processes import start_neo4j
 from tests.support.processes import platform_env, provision, start_web, stop, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

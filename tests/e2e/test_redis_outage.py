@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from core import graph
-from core.runtime import start_redis
+from core.runtime.processes import start_redis
 from tests.support.processes import REPO, platform_env, provision, start_web, stop, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

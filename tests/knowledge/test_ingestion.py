@@ -336,7 +336,7 @@ def test_ingestion_progress_events_cover_every_phase(tenant: Tenant) -> None:
     import json
     import time
 
-    from core.redis_client import get_redis
+    from core.runtime.redis_client import get_redis
 
     pubsub = get_redis().pubsub()
     pubsub.subscribe("ui:retrieval_progress")

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core import graph
-from core.redis_client import get_redis
+from core.runtime.redis_client import get_redis
 from tests.conftest import make_tenant
 from tests.knowledge.helpers import wait_job
 from tests.memory.helpers import assistant, count, store, user

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from core.runtime import ManagedProcess, start_neo4j, start_redis
-from core.secrets import install_secret
+from core.auth.secrets import install_secret
+from core.runtime.processes import ManagedProcess, start_neo4j, start_redis
 
 _started: list[ManagedProcess] = []
 _temp_dirs: list[Path] = []

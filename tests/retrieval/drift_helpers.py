@@ -12,7 +12,7 @@ from typing import Any
 from django.test import override_settings
 
 from core import graph
-from core.redis_client import get_redis
+from core.runtime.redis_client import get_redis
 from knowledge.communities import communities_rebuild
 from knowledge.dto import DocumentInput
 from tests.retrieval.corpus import DOCS

@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from core import graph
 from core.embeddings import get_embedder
-from core.graph import tenancy
+from knowledge import tenancy
 from knowledge.dto import DocumentInput
 from knowledge.pipeline.chunking import chunk_text, heading_paths, search_text
 from tests.conftest import make_tenant

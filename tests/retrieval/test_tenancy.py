@@ -15,7 +15,7 @@ import pytest
 
 from core import graph
 from core.embeddings import get_embedder
-from core.graph import tenancy
+from knowledge import tenancy
 from knowledge.dto import DocumentInput
 from retrieval.retrievers import forget_scope_sizes
 from tests.conftest import make_tenant

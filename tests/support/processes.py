@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from core.runtime import free_port, port_open
+from core.runtime.processes import free_port, port_open
 
 REPO = Path(__file__).resolve().parents[2]
 

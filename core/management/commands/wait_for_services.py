@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core import graph
 from core.errors import DependencyUnavailable
-from core.redis_client import get_redis
+from core.runtime.redis_client import get_redis
 
 
 class Command(BaseCommand):

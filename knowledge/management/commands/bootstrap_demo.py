@@ -6,8 +6,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from core.auth.secrets import write_private
 from core.models import ApiKey, Project
-from core.secrets import write_private
 from core.services import api_key_create, api_key_revoke, project_create
 from knowledge.dto import DocumentInput
 from knowledge.services import documents_submit

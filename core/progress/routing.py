@@ -2,7 +2,7 @@ from typing import Any
 
 from django.urls import path, re_path
 
-from core.consumers import ProgressConsumer
+from core.progress.consumers import ProgressConsumer
 
 CLOSE_NOT_FOUND = 4404
 

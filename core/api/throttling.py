@@ -19,8 +19,8 @@ from redis.commands.core import Script
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from core.auth import KEY_RE, request_api_key
-from core.redis_client import get_redis
+from core.auth.keys import KEY_RE, request_api_key
+from core.runtime.redis_client import get_redis
 
 logger = logging.getLogger(__name__)
 

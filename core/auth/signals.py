@@ -11,8 +11,8 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from core.auth.websocket import key_group
 from core.models import ApiKey
-from core.ws_auth import key_group
 
 logger = logging.getLogger(__name__)
 

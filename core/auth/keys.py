@@ -112,7 +112,7 @@ def needed_scope(request: Request, view: Any) -> str:
 
 def mark_probe(request: Request, reason: str) -> None:
     """Record on the underlying HttpRequest that this request tried something it may not do; the
-    abuse throttle (core.middleware.ProbeThrottleMiddleware) counts such requests."""
+    abuse throttle (core.api.middleware.ProbeThrottleMiddleware) counts such requests."""
     django_request = getattr(request, "_request", request)
     django_request.probe_reason = reason
 

@@ -1,4 +1,4 @@
-"""PII detection and replacement by typed placeholders (issue 9, seed 003 `_anonymize_text`).
+"""PII detection and replacement by typed placeholders (seed 003 `_anonymize_text`).
 
 What is detected:
 - e-mail addresses (pattern);
@@ -11,7 +11,7 @@ What is detected:
   "call me", an honorific (Mr, Mrs, Ms, Dr, Prof …) or a sign-off ("regards,"), and every name the
   caller already knows (a message's `author_name`, names found elsewhere in the same conversation).
 
-Limits that keep every step linear in the length of the text (issue 28): an e-mail local part of at
+Limits that keep every step linear in the length of the text: an e-mail local part of at
 most 64 characters, a name found by cue of at most 6 words of at most 41 letters each, phone numbers
 looked for in windows of whole lines (of at most 4,096 characters) rather than in the whole text at
 once. A name matches across any run of whitespace (a line break between "Ana" and "Souza" too).
@@ -43,7 +43,7 @@ PLACEHOLDERS = {
     "person": "[PERSON]",
 }
 
-# Every pattern below is linear in the length of the text (issue 28): each start position does a
+# Every pattern below is linear in the length of the text: each start position does a
 # bounded amount of work (bounded repetitions, no two quantifiers that can share characters), and the
 # look-behinds refuse a start inside a run that an earlier start already covered. tests/core/
 # test_pii_linear.py times each of them on adversarial inputs of 100 KB and 1 MB.
@@ -228,12 +228,12 @@ def _tokens(name: str) -> tuple[str, ...]:
 
 
 class _NameIndex:
-    """Every occurrence of a set of names, in time linear in the text (issue 28): the former one
-    regex scan per name was quadratic when a text brought many names of its own ("Mr Aab. Mr Aac. …").
+    """Every occurrence of a set of names, in time linear in the text (one regex scan per name would
+    be quadratic when a text brings many names of its own: "Mr Aab. Mr Aac. …").
 
     Names are kept in a trie of tokens. A walk starts only at a run of word characters that begins a
     name and follows the text token by token, so it costs at most _MAX_TRIE_TOKENS steps. An
-    occurrence is bounded by non-word characters, as the former `(?<!\\w)name(?!\\w)` was.
+    occurrence is bounded by non-word characters, as with `(?<!\\w)name(?!\\w)`.
 
     A walk is Python work per token, so a text that starts a name at nearly every word ("Mr Mr Mr …"
     after the name "Mr Mr Mr Mr Mr Mr" was found by its cue) would cost tens of steps per word. The

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 
-logger = logging.getLogger("core.heap")
+logger = logging.getLogger("core.runtime.heap")
 
 _lock = threading.Lock()
 

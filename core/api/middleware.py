@@ -8,8 +8,8 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from core.api.throttling import PROBE_PATHS, probe_block_seconds, probe_identities, probe_record
 from core.errors import dependency_response, json_error
-from core.throttling import PROBE_PATHS, probe_block_seconds, probe_identities, probe_record
 
 
 class BodySizeLimitMiddleware:
@@ -45,7 +45,7 @@ class DependencyErrorMiddleware:
 
 class ProbeThrottleMiddleware:
     """Counts failed authentications (401) and cross-tenant or out-of-scope attempts (requests that
-    core.auth marked with `probe_reason`) per client address and key prefix; once API_PROBE_RATE is
+    core.auth.keys marked with `probe_reason`) per client address and key prefix; once API_PROBE_RATE is
     used up, API requests from that address or with that key prefix answer 429 with Retry-After
     before authentication is even tried."""
 

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
-from core.auth import key_lookup
+from core.auth.keys import key_lookup
 from core.models import ApiKey
 
 SUBPROTOCOL = "bearer"

@@ -9,7 +9,7 @@ the request body, one pool thread runs the whole WSGI request, and the loop send
 one hand-over each way, and each thread keeps its database connection (DB_CONN_MAX_AGE).
 
 Bodies are read up to API_MAX_BODY_BYTES; a longer one is not read on, and Django answers 413
-(core.middleware.BodySizeLimitMiddleware) from its declared or counted length.
+(core.api.middleware.BodySizeLimitMiddleware) from its declared or counted length.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from pydantic import BaseModel, Field, model_validator
 
-from core.redis_client import get_redis
+from core.runtime.redis_client import get_redis
 
 logger = logging.getLogger(__name__)
 
@@ -156,10 +156,8 @@ def job_progress(
     job: Any, *, message_type: str, phase: str, pct: int, summary: str, details: str = ""
 ) -> None:
     """Record a job's phase and percentage and send the matching progress event."""
-    from core.models import Job
-
     pct = max(0, min(100, pct))
-    Job.objects.filter(pk=job.pk).update(phase=phase, progress_pct=pct)
+    type(job).objects.filter(pk=job.pk).update(phase=phase, progress_pct=pct)
     publish(
         ProgressEvent(
             message_type=message_type,  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
-from core.auth import HasScope, ProjectAccess
+from core.auth.keys import HasScope, ProjectAccess
 
 # The largest `offset` of a paginated list: Neo4j's SKIP and SQLite's OFFSET take 64-bit integers
 # (a larger one is an error of the driver, not an empty page), and nobody pages a billion rows.

@@ -9,8 +9,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from core.progress import project_group
-from core.ws_auth import SUBPROTOCOL, key_for_project, key_group, key_still_valid, presented_key
+from core.auth.websocket import SUBPROTOCOL, key_for_project, key_group, key_still_valid, presented_key
+from core.progress.events import project_group
 
 CLOSE_UNAUTHORISED = 4401
 
@@ -19,7 +19,7 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
     """Relays a project's progress events; only a valid key of that project may listen.
 
     The socket also joins its key's group: revoking or deleting the key closes it at once
-    (core.signals). Should that message be lost, the key is checked again before an event is sent
+    (core.auth.signals). Should that message be lost, the key is checked again before an event is sent
     when the last check is older than WS_KEY_RECHECK_SEC.
     """
 

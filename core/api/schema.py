@@ -8,9 +8,9 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSe
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    """`core.auth.ApiKeyAuthentication`: an API key as a bearer token (`Authorization: Bearer kp_…`)."""
+    """`core.auth.keys.ApiKeyAuthentication`: an API key as a bearer token (`Authorization: Bearer kp_…`)."""
 
-    target_class = "core.auth.ApiKeyAuthentication"
+    target_class = "core.auth.keys.ApiKeyAuthentication"
     name = "apiKey"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Per-project names in the graph: every chunk also carries its project's own label; every project
+"""Per-project names of the knowledge graph: every chunk also carries its project's own label; every project
 gets its own fulltext index on that label (so its BM25 statistics are its own), and a project large
 enough for it its own vector index (DESIGN.md section 3, docs/decisions.md).
 
@@ -11,6 +11,11 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+
+from django.conf import settings
+from neo4j.exceptions import ClientError
+
+from core import graph
 
 
 def _token(project_id: str) -> str:
@@ -37,8 +42,6 @@ _lock = threading.Lock()
 
 
 def _index_state(name: str) -> str | None:
-    from core import graph
-
     rows = graph.read("SHOW INDEXES YIELD name, state WHERE name = $name RETURN state", name=name)
     return str(rows[0]["state"]) if rows else None
 
@@ -70,10 +73,6 @@ def _create_index(statement: str) -> None:
     """Run a `CREATE … INDEX … IF NOT EXISTS`. Two processes creating the same index at once (two
     ingestion batches of a new project) both pass IF NOT EXISTS, and the later commit fails as
     an equivalent rule: the index they asked for exists, which is what was wanted."""
-    from neo4j.exceptions import ClientError
-
-    from core import graph
-
     try:
         graph.write_autocommit(statement)
     except ClientError as exc:
@@ -91,8 +90,6 @@ def _forget(name: str) -> None:
 
 
 def fulltext_analyzer() -> str:
-    from django.conf import settings
-
     return str(settings.RETRIEVAL_FULLTEXT_ANALYZER)
 
 
@@ -116,8 +113,6 @@ def project_fulltext_create(project_id: str) -> None:
 def project_fulltext_ensure(project_id: str, *, wait_sec: float = 60.0) -> bool:
     """Before a project's chunks are written: its fulltext index exists, and is waited for up to
     `wait_sec` (an index created on an empty project is online at once). Returns whether it is online."""
-    from core import graph
-
     name = chunk_fulltext_index(project_id)
     with _lock:
         if name in _online:
@@ -145,8 +140,6 @@ def project_fulltext_forget(project_id: str) -> None:
 
 def project_index_create(project_id: str) -> None:
     """Create the project's vector index if it does not exist; Neo4j populates it in the background."""
-    from django.conf import settings
-
     _create_index(
         f"CREATE VECTOR INDEX {chunk_vector_index(project_id)} IF NOT EXISTS "
         f"FOR (c:{chunk_label(project_id)}) ON (c.embedding) "
@@ -168,10 +161,6 @@ def project_index_forget(project_id: str) -> None:
 def project_index_ensure(project_id: str) -> bool:
     """After ingestion: build the project's index once it has more chunks than an exact scan should
     cover (RETRIEVAL_EXACT_SCAN_MAX_CHUNKS). Returns whether an index was requested."""
-    from django.conf import settings
-
-    from core import graph
-
     size = graph.read("MATCH (c:Chunk {project_id: $p}) RETURN count(c) AS n", p=project_id)[0]["n"]
     if size <= settings.RETRIEVAL_EXACT_SCAN_MAX_CHUNKS:
         return False

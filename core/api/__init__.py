@@ -1,0 +1,2 @@
+"""Shared API base: strict serializers and fields, request parsers, throttling, the error middleware,
+OpenAPI extensions."""

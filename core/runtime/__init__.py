@@ -1,0 +1,2 @@
+"""Runtime services: the managed Neo4j/Redis processes, the HTTP thread pool, the Redis client, heap
+tuning."""

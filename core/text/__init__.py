@@ -1,0 +1,1 @@
+"""Text utilities: PII detection and replacement, metadata key/value encoding."""
