@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # core/runtime/processes.py -> the repository
 NEO4J_RUN = REPO / "platform" / "neo4j" / "run"
 REDIS_RUN = REPO / "platform" / "redis" / "run"
 
