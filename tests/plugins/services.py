@@ -22,8 +22,9 @@ _started: list[ManagedProcess] = []
 _temp_dirs: list[Path] = []
 
 
-def _start_services() -> None:
-    root = Path(tempfile.mkdtemp(prefix="kp-test-"))
+def _session_environment(prefix: str) -> Path:
+    """A fresh temp dir whose var/ is the session's VAR_DIR, and the settings the suite decides."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
     _temp_dirs.append(root)
     os.environ["VAR_DIR"] = str(root / "var")
     (root / "var" / "static").mkdir(parents=True)
@@ -32,6 +33,11 @@ def _start_services() -> None:
     os.environ["EMBEDDINGS_PROVIDER"] = "local"
     # No DJANGO_SECRET_KEY: the session's processes share the per-install key in VAR_DIR/secret_key.
     os.environ.pop("DJANGO_SECRET_KEY", None)
+    return root
+
+
+def _start_services() -> None:
+    root = _session_environment("kp-test-")
     # The embedded services run with generated passwords, as under `make run`.
     if not os.environ.get("REDIS_URL"):
         password = install_secret(root / "var" / "redis_password")
@@ -50,13 +56,7 @@ def _start_services() -> None:
 def _unit_tier() -> None:
     """`make test-unit`: tests marked `unit` need neither Neo4j nor Redis, so none is started; the
     settings point at a closed port, so a test that reaches for either fails at once."""
-    root = Path(tempfile.mkdtemp(prefix="kp-unit-"))
-    _temp_dirs.append(root)
-    os.environ["VAR_DIR"] = str(root / "var")
-    (root / "var" / "static").mkdir(parents=True)
-    os.environ["LLM_PROVIDER"] = "none"
-    os.environ["EMBEDDINGS_PROVIDER"] = "local"
-    os.environ.pop("DJANGO_SECRET_KEY", None)
+    _session_environment("kp-unit-")
     os.environ["NEO4J_URI"] = "bolt://127.0.0.1:9"
     os.environ["REDIS_URL"] = "redis://127.0.0.1:9/0"
 
