@@ -386,6 +386,14 @@ DRIFT_KEY_FACTS = 6  # key facts of an extractive answer
 MEMORY_ROLES = env.list("MEMORY_ROLES", default=["user", "assistant"])
 MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413
 MEMORY_MAX_MESSAGE_CHARS = env.int("MEMORY_MAX_MESSAGE_CHARS", default=32_000)  # longer text: 413
+# Conversation-aware search (POST /search with `conversation`): how many of each source are fused, and
+# the similarity (Neo4j's normalised cosine, (1 + cos) / 2) a past message needs to count
+CONVERSATION_SEARCH_PAST = env.int("CONVERSATION_SEARCH_PAST", default=5)
+CONVERSATION_SEARCH_REFERENCED = env.int("CONVERSATION_SEARCH_REFERENCED", default=3)
+CONVERSATION_SEARCH_RECENT = env.int("CONVERSATION_SEARCH_RECENT", default=5)
+CONVERSATION_SEARCH_MIN_SIMILARITY = env.float("CONVERSATION_SEARCH_MIN_SIMILARITY", default=0.7)
+# Documents and chunks one message may reference (seed 003's (:Message)-[:REFERENCES]->); more: 400
+MEMORY_MAX_REFERENCES_PER_MESSAGE = env.int("MEMORY_MAX_REFERENCES_PER_MESSAGE", default=100)
 # A conversation is summarised once this many messages (or tokens) are not covered by a summary
 MEMORY_SUMMARY_MESSAGES = env.int("MEMORY_SUMMARY_MESSAGES", default=20)
 MEMORY_SUMMARY_TOKENS = env.int("MEMORY_SUMMARY_TOKENS", default=4000)

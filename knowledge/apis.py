@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
@@ -24,6 +25,7 @@ from knowledge.pipeline.parsing import (
     parse_bytes,
     standardise_source_path,
 )
+from knowledge.references import document_reference_add
 
 
 class EntitySerializer(StrictSerializer):
@@ -133,6 +135,9 @@ class DocumentListCreateApi(ProjectApi):
 
     class ListSerializer(serializers.Serializer):
         status = serializers.ChoiceField(choices=["pending", "processing", "ready", "failed"], required=False)
+        source_path = serializers.CharField(
+            required=False, max_length=500, trim_whitespace=False, help_text="a glob: *, ** and ? (no regex)"
+        )
         limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
         offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
@@ -144,12 +149,17 @@ class DocumentListCreateApi(ProjectApi):
     def get(self, request: Request, project_id: str) -> Response:
         params = self.ListSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        items, total = selectors.document_list(
-            project_id=project_id,
-            status=params.validated_data.get("status"),
-            limit=params.validated_data["limit"],
-            offset=params.validated_data["offset"],
-        )
+        query = {
+            "project_id": project_id,
+            "status": params.validated_data.get("status"),
+            "limit": params.validated_data["limit"],
+            "offset": params.validated_data["offset"],
+        }
+        glob = params.validated_data.get("source_path")
+        if glob is not None:
+            items, total = selectors.documents_by_source(glob=glob, **query)
+        else:
+            items, total = selectors.document_list(**query)
         return Response(
             {
                 "items": DocumentOutputSerializer(items, many=True).data,
@@ -267,3 +277,72 @@ class CommunitiesRebuildApi(ProjectApi):
     def post(self, request: Request, project_id: str) -> Response:
         job, created = services.communities_rebuild_submit(project_id=project_id)
         return Response({"job_id": job.id, "coalesced": not created}, status=status.HTTP_202_ACCEPTED)
+
+
+class ReferenceSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField(allow_null=True)
+    author = serializers.CharField(allow_null=True)
+    source_path = serializers.CharField(allow_null=True)
+    updated_at = serializers.CharField(allow_null=True)
+    direction = serializers.CharField()
+    type = serializers.CharField()
+    context = serializers.CharField(allow_null=True)
+    created_at = serializers.CharField(allow_null=True)
+
+
+class ReferenceAddSerializer(StrictSerializer):
+    to_document_id = serializers.CharField(max_length=200)
+    type = serializers.CharField(max_length=40, required=False, allow_null=True)
+    context = serializers.CharField(max_length=2000, required=False, allow_null=True, allow_blank=True)
+
+
+class DocumentReferencesApi(ProjectApi):
+    """GET: the documents a document references (`out`), those referencing it (`in`), or both.
+    POST: add a typed reference to another document of the project."""
+
+    class QuerySerializer(StrictSerializer):
+        direction = serializers.ChoiceField(choices=["out", "in", "both"], default="both")
+        limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
+        offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
+
+    @extend_schema(parameters=[QuerySerializer], responses={200: ReferenceSerializer(many=True)})
+    def get(self, request: Request, project_id: str, document_id: str) -> Response:
+        params = self.QuerySerializer(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        items = selectors.document_references(
+            project_id=project_id, document_id=document_id, **params.validated_data
+        )
+        return Response({"document_id": document_id, "items": ReferenceSerializer(items, many=True).data})
+
+    @extend_schema(request=ReferenceAddSerializer, responses={201: dict, 200: dict})
+    def post(self, request: Request, project_id: str, document_id: str) -> Response:
+        body = ReferenceAddSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        added = document_reference_add(
+            project_id=project_id,
+            from_document_id=document_id,
+            to_document_id=body.validated_data["to_document_id"],
+            type=body.validated_data.get("type"),
+            context=body.validated_data.get("context"),
+        )
+        return Response(
+            asdict(added), status=status.HTTP_201_CREATED if added.created else status.HTTP_200_OK
+        )
+
+
+class CitationGraphApi(ProjectApi):
+    """The documents within `depth` (1..3) references of this one, citing and cited-by, with edges."""
+
+    class QuerySerializer(StrictSerializer):
+        depth = serializers.IntegerField(min_value=1, max_value=3, default=2)
+
+    @extend_schema(parameters=[QuerySerializer], responses={200: dict})
+    def get(self, request: Request, project_id: str, document_id: str) -> Response:
+        params = self.QuerySerializer(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        return Response(
+            selectors.citation_graph(
+                project_id=project_id, document_id=document_id, depth=params.validated_data["depth"]
+            )
+        )

@@ -380,3 +380,107 @@ UNWIND $grams AS gram
 MATCH (e:Entity {project_id: $project_id}) WHERE e.key STARTS WITH gram + '|'
 RETURN gram, collect(elementId(e)) AS refs
 """
+
+# --- references (seed 003, "Reference Querying System") -------------------------------------------
+
+# What a caller's reference names: a document id, a chunk id (its document too) or a source path (the
+# most recently updated document ingested from it). Unknown and other projects' ids give no row.
+REFERENCES_RESOLVE = """
+UNWIND $refs AS ref
+OPTIONAL MATCH (d:Document {id: ref}) WHERE d.project_id = $project_id
+OPTIONAL MATCH (ch:Chunk {id: ref}) WHERE d IS NULL AND ch.project_id = $project_id
+OPTIONAL MATCH (cd:Document {id: ch.document_id}) WHERE cd.project_id = $project_id
+CALL (ref, d, ch) {
+  OPTIONAL MATCH (pd:Document {source_path: ref})
+  WHERE d IS NULL AND ch IS NULL AND pd.project_id = $project_id
+  RETURN pd ORDER BY pd.updated_at DESC LIMIT 1
+}
+WITH ref, coalesce(d, cd, pd) AS doc, ch
+WHERE doc IS NOT NULL
+RETURN ref, doc.id AS document_id, elementId(doc) AS document_ref, ch.id AS chunk_id,
+       CASE WHEN ch IS NULL THEN null ELSE elementId(ch) END AS chunk_ref
+"""
+
+DOCUMENTS_BRIEF = """
+UNWIND $ids AS wanted
+MATCH (d:Document {id: wanted}) WHERE d.project_id = $project_id
+RETURN d.id AS id, d.title AS title, d.author AS author, d.source_path AS source_path,
+       toString(d.updated_at) AS updated_at
+"""
+
+DOCUMENT_EXISTS = """
+MATCH (d:Document {id: $id}) WHERE d.project_id = $project_id
+RETURN d.id AS id
+"""
+
+# A document's references to other documents ("out") and the documents referring to it ("in").
+DOCUMENT_REFERENCES = """
+MATCH (d:Document {id: $id}) WHERE d.project_id = $project_id
+CALL (d) {
+  MATCH (d)-[r:REFERENCES]->(o:Document) WHERE $out
+  RETURN o, r, 'out' AS direction
+  UNION
+  MATCH (o:Document)-[r:REFERENCES]->(d) WHERE $in
+  RETURN o, r, 'in' AS direction
+}
+RETURN o.id AS id, o.title AS title, o.author AS author, o.source_path AS source_path,
+       toString(o.updated_at) AS updated_at, direction, coalesce(r.type, 'references') AS type,
+       r.context AS context, toString(r.created_at) AS created_at
+ORDER BY direction DESC, o.title, o.id
+SKIP $offset LIMIT $limit
+"""
+
+# One breadth-first step of the citation graph: the documents the frontier cites ("cites") or is
+# cited by ("cited_by"), capped so a hub cannot flood the answer.
+CITATION_STEP = {
+    "cites": """
+UNWIND $frontier AS fid
+MATCH (a:Document {id: fid}) WHERE a.project_id = $project_id
+MATCH (a)-[:REFERENCES]->(o:Document)
+RETURN DISTINCT o.id AS id LIMIT $limit
+""",
+    "cited_by": """
+UNWIND $frontier AS fid
+MATCH (a:Document {id: fid}) WHERE a.project_id = $project_id
+MATCH (o:Document)-[:REFERENCES]->(a)
+RETURN DISTINCT o.id AS id LIMIT $limit
+""",
+}
+
+# The REFERENCES edges among a set of documents (the citation graph's edges).
+REFERENCE_EDGES = """
+MATCH (a:Document)-[r:REFERENCES]->(b:Document)
+WHERE a.project_id = $project_id AND a.id IN $ids AND b.id IN $ids
+RETURN a.id AS source, b.id AS target, coalesce(r.type, 'references') AS type
+"""
+
+REFERENCE_ADD = """
+MATCH (a:Document {id: $from_id}) WHERE a.project_id = $project_id
+MATCH (b:Document {id: $to_id}) WHERE b.project_id = $project_id
+OPTIONAL MATCH (a)-[old:REFERENCES]->(b)
+MERGE (a)-[r:REFERENCES]->(b)
+  ON CREATE SET r.created_at = datetime()
+SET r.type = $type, r.context = $context
+RETURN old IS NULL AS created, toString(r.created_at) AS created_at
+"""
+
+# Documents whose source path matches a glob, translated to an anchored regular expression by
+# knowledge.selectors (never a caller's regex); `prefix` is the glob's literal start, so the source
+# path index narrows the candidates first.
+DOCUMENTS_BY_SOURCE = """
+MATCH (d:Document {project_id: $project_id})
+WHERE d.source_path STARTS WITH $prefix AND d.source_path =~ $pattern
+  AND ($status IS NULL OR d.status = $status)
+WITH d ORDER BY d.source_path, d.id
+SKIP $offset LIMIT $limit
+RETURN d {.id, .title, .source_path, .mime_type, .author, .content_hash, .status, .error,
+          .metadata_json, .chunk_count, .entity_count, .relation_count,
+          created_at: toString(d.created_at), updated_at: toString(d.updated_at)} AS doc
+"""
+
+DOCUMENTS_BY_SOURCE_COUNT = """
+MATCH (d:Document {project_id: $project_id})
+WHERE d.source_path STARTS WITH $prefix AND d.source_path =~ $pattern
+  AND ($status IS NULL OR d.status = $status)
+RETURN count(d) AS n
+"""

@@ -15,9 +15,9 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api.base import ProjectApi, QueryTextField, StrictSerializer
+from core.api.base import MAX_OFFSET, ProjectApi, QueryTextField, StrictSerializer
 from core.errors import InvalidInput
-from memory import selectors, services
+from memory import conversations, selectors, services
 from memory.dto import DEPTHS, SEARCH_MODES, MessageInput
 from memory.scope import MAX_SCOPE_VALUE_CHARS, SCOPE_KEYS, Scope, validate_value
 
@@ -148,6 +148,10 @@ class MessageSerializer(StrictSerializer):
     author_name = serializers.CharField(max_length=256, required=False, allow_null=True)
     timestamp = TimestampField(max_length=64, required=False, allow_null=True)
     embedding = EmbeddingField(required=False, allow_null=True)
+    # document ids, chunk ids or source paths; checked against the project by the service (400)
+    references = serializers.ListField(
+        child=serializers.CharField(max_length=2000), required=False, default=list
+    )
 
 
 @extend_schema_field(MessageSerializer)
@@ -193,7 +197,10 @@ class MemoryStoreApi(ProjectApi):
             errors = batch.errors if isinstance(batch.errors, list) else [batch.errors]
             first = next((i for i, e in enumerate(errors) if e), 0)
             raise serializers.ValidationError({f"messages[{first}]": errors[first]})
-        messages = [MessageInput(**item) for item in batch.validated_data]
+        messages = [
+            MessageInput(**{**item, "references": tuple(item.get("references") or ())})
+            for item in batch.validated_data
+        ]
         result = services.memories_store(project_id=project_id, scope=scope, messages=messages)
         # the dataclass itself: `asdict` deep-copies every stored entry (~9 ms for 1,000)
         return Response(StoreOutputSerializer(result).data, status=status.HTTP_201_CREATED)
@@ -305,3 +312,48 @@ class MemoryConsolidateApi(ProjectApi):
             older_than_days=data.get("older_than_days", settings.MEMORY_CONSOLIDATE_AFTER_DAYS),
         )
         return Response({"job_id": job_id}, status=status.HTTP_202_ACCEPTED)
+
+
+class ConversationReadSerializer(StrictSerializer):
+    user_id = serializers.CharField(max_length=256, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
+    offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
+
+    def validate_user_id(self, value: str) -> str | None:
+        try:
+            return validate_value("user_id", value)
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.message) from exc
+
+
+class ConversationReferencesApi(ProjectApi):
+    """GET /projects/{pid}/conversations/{cid}/references — the documents its messages referenced."""
+
+    @extend_schema(parameters=[ConversationReadSerializer], responses={200: dict})
+    def get(self, request: Request, project_id: str, conversation_id: str) -> Response:
+        params = _valid(ConversationReadSerializer, request.query_params.dict())
+        return Response(
+            conversations.conversation_references(
+                project_id=project_id,
+                conversation_id=conversation_id,
+                user_id=params.get("user_id"),
+                **_page(params),
+            )
+        )
+
+
+class DocumentConversationsApi(ProjectApi):
+    """GET /projects/{pid}/documents/{id}/conversations — the conversations that referenced it."""
+
+    @extend_schema(parameters=[ConversationReadSerializer], responses={200: dict})
+    def get(self, request: Request, project_id: str, document_id: str) -> Response:
+        params = _valid(ConversationReadSerializer, request.query_params.dict())
+        return Response(
+            conversations.document_conversations(
+                project_id=project_id, document_id=document_id, user_id=params.get("user_id"), **_page(params)
+            )
+        )
+
+
+def _page(params: dict[str, Any]) -> dict[str, int]:
+    return {"limit": params["limit"], "offset": params["offset"]}

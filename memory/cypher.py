@@ -106,6 +106,13 @@ CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row
 WITH c, base, previous, m, row
 CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
 CREATE (m)-[:PART_OF]->(c)
+// the documents and chunks the message references, resolved to element ids by knowledge.selectors
+WITH c, base, previous, m, row
+CALL (m, row) {
+  UNWIND row.refs AS ref
+  MATCH (t) WHERE elementId(t) = ref AND t.project_id = $project_id
+  MERGE (m)-[:REFERENCES]->(t)
+}
 WITH c, base, previous, collect(m) AS ms
 CALL (previous, ms) {
   OPTIONAL MATCH (p:Memory {id: previous})
@@ -237,9 +244,16 @@ MATCH (m:Memory {id: $id})
 WHERE m.project_id = $project_id
 OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
 OPTIONAL MATCH (m)-[:MENTIONS]->(e:Entity)
+WITH m, collect(DISTINCT d.id) AS derived_ids, collect(DISTINCT e.name) AS entities
+OPTIONAL MATCH (m)-[:REFERENCES]->(doc:Document)
+OPTIONAL MATCH (m)-[:REFERENCES]->(ch:Chunk {document_id: doc.id})
+WITH m, derived_ids, entities, doc, collect(ch.id) AS chunk_ids
 RETURN m {.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
           .author_name, .conversation_id, .seq} AS memory,
-       collect(DISTINCT d.id) AS derived_ids, collect(DISTINCT e.name) AS entities
+       derived_ids, entities,
+       [r IN collect(CASE WHEN doc IS NULL THEN null ELSE {document_id: doc.id, title: doc.title,
+                                                           chunk_ids: chunk_ids} END)
+        WHERE r IS NOT NULL] AS references
 """
 
 # Deleting one memory: facts and preferences drawn from it alone go with it, others lose it as a
@@ -716,4 +730,64 @@ SET c.summary = null, c.title = null, c.anonymized_at = $now, c.summarized_seq =
     c.pending_tokens = 0
 REMOVE c._lock
 RETURN size(ss) AS summaries
+"""
+
+# --- conversations and their references (seed 003) -------------------------------------------------
+
+# Who may read a conversation: a reader naming a user sees that user's conversations only; without a
+# user, every shared one. A private conversation is read only by a reader naming its owning user.
+CONVERSATION_VISIBLE = """($user_id IS NULL OR c.user_id = $user_id)
+  AND (coalesce(c.accessibility, 'shared') <> 'private' OR c.user_id = $user_id)"""
+
+CONVERSATION_BRIEF = f"""
+MATCH (c:Conversation {{id: $id}}) WHERE c.project_id = $project_id AND {CONVERSATION_VISIBLE}
+RETURN c {{.id, .title, .application_id, .agent_id, .user_id, .thread_id, .started_at, .ended_at,
+          .message_count, accessibility: coalesce(c.accessibility, 'shared')}} AS conversation
+"""
+
+# The documents a conversation's messages reference, with how often and when.
+CONVERSATION_REFERENCES = """
+MATCH (m:Memory {conversation_id: $id})-[:REFERENCES]->(d:Document)
+WHERE m.project_id = $project_id
+WITH d, count(m) AS messages, min(m.timestamp) AS first_at, max(m.timestamp) AS last_at,
+     collect(m.id)[..20] AS message_ids
+RETURN d.id AS document_id, d.title AS title, d.author AS author, d.source_path AS source_path,
+       toString(d.updated_at) AS updated_at, messages, first_at, last_at, message_ids
+ORDER BY first_at, document_id
+SKIP $offset LIMIT $limit
+"""
+
+# The conversations whose messages reference a document, most recent reference first.
+DOCUMENT_CONVERSATIONS = f"""
+MATCH (m:Memory)-[:REFERENCES]->(d:Document {{id: $document_id}})
+WHERE d.project_id = $project_id AND m.project_id = $project_id
+WITH m.conversation_id AS cid, count(m) AS messages, max(m.timestamp) AS last_at
+MATCH (c:Conversation {{id: cid}}) WHERE c.project_id = $project_id AND {CONVERSATION_VISIBLE}
+RETURN c {{.id, .title, .user_id, .thread_id, .started_at, .ended_at}} AS conversation, messages,
+       last_at AS last_referenced_at
+ORDER BY last_at DESC, c.id
+SKIP $offset LIMIT $limit
+"""
+
+# --- conversation-aware search (seed 003) ------------------------------------------------------------
+
+# Messages of the user's other conversations that are not private (the vector search's condition).
+PAST_MESSAGES_WHERE = (
+    "m.user_id = $user_id AND m.conversation_id <> $current_conversation"
+    " AND coalesce(m.accessibility, 'shared') <> 'private'"
+)
+
+MESSAGES_REFERENCED_DOCUMENTS = """
+UNWIND $ids AS wanted
+MATCH (m:Memory {id: wanted})-[:REFERENCES]->(d:Document)
+WHERE m.project_id = $project_id
+RETURN DISTINCT d.id AS id
+"""
+
+CONVERSATION_RECENT = """
+MATCH (m:Memory {conversation_id: $conversation_id})
+WHERE m.project_id = $project_id AND NOT m.id IN $exclude
+RETURN m.id AS id
+ORDER BY m.seq DESC
+LIMIT $limit
 """

@@ -23,6 +23,8 @@ class MessageInput:
     # client-supplied, computed when not given: the numbers as sent, or the float32 values of a
     # base64 string (kept as an array: the service checks the batch as one matrix, then converts it)
     embedding: list[float] | npt.NDArray[np.float32] | None = None
+    # document ids, chunk ids or source paths of the project (seed 003: (:Memory)-[:REFERENCES]->)
+    references: tuple[str, ...] = ()
 
 
 @dataclass

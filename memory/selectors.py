@@ -33,7 +33,7 @@ Hits = list[Candidate]
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-search")
 
 
-class _Search:
+class MessageSearch:
     """One search: the query, its vector (computed once, when needed) and per-stage timings."""
 
     def __init__(self, *, project_id: str, scope: Scope, query: str) -> None:
@@ -58,18 +58,19 @@ class _Search:
 
     # --- messages ---
 
-    def vector_memories(self, limit: int) -> Hits:
-        where = self.scope.visible_where("m")
-        size = self._timed("scope_size", cypher.SCOPE_SIZE.format(scope=where), **self.scope.params())[0][
-            "size"
-        ]
+    def vector_memories(self, limit: int, *, where: str | None = None, **extra: Any) -> Hits:
+        """The scope's messages nearest the query; `where` (fixed text over `m`, values in `extra`)
+        replaces the scope's visibility condition when given."""
+        where = where or self.scope.visible_where("m")
+        params = {**self.scope.params(), **extra}
+        size = self._timed("scope_size", cypher.SCOPE_SIZE.format(scope=where), **params)[0]["size"]
         if size == 0:
             return []
         vector = self.vector()
 
         def exact() -> Hits:
             query = cypher.VECTOR_EXACT.format(scope=where)
-            return _hits(self._timed("vector", query, vector=vector, limit=limit, **self.scope.params()))
+            return _hits(self._timed("vector", query, vector=vector, limit=limit, **params))
 
         if size <= settings.MEMORY_EXACT_SCAN_MAX:
             return exact()
@@ -82,7 +83,7 @@ class _Search:
                 fetch=fetch,
                 vector=vector,
                 limit=limit,
-                **self.scope.params(),
+                **params,
             )
             return _hits(rows)
 
@@ -325,7 +326,7 @@ def memories_search(
         mode = "recency"
     mode = mode or "hybrid"
     ensure_memory_indexes()
-    search = _Search(project_id=project_id, scope=scope, query=query)
+    search = MessageSearch(project_id=project_id, scope=scope, query=query)
     hits = search.memories(mode, top_k)
     items = _memory_items(project_id, hits)
     if depth in ("summaries", "facts"):
@@ -410,4 +411,9 @@ def memory_get(*, project_id: str, memory_id: str) -> dict[str, Any]:
     if not rows:
         raise NotFound("no such memory in this project")
     row = rows[0]
-    return {**row["memory"], "derived_ids": row["derived_ids"], "entities": row["entities"]}
+    return {
+        **row["memory"],
+        "derived_ids": row["derived_ids"],
+        "entities": row["entities"],
+        "references": sorted(row["references"], key=lambda r: r["document_id"]),
+    }

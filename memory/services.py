@@ -30,7 +30,7 @@ from core.progress.events import job_progress
 from core.services import project_embedder_check
 from core.text.pii import anonymise
 from knowledge.pipeline.chunking import count_tokens
-from knowledge.selectors import entities_named
+from knowledge.selectors import entities_named, references_resolve
 from memory import cypher, extraction
 from memory.dto import ForgetResult, MessageInput, StoreResult
 from memory.indexes import ensure_memory_indexes
@@ -191,6 +191,7 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
     project = _prepare(project_id, scope)
     if not keep:
         return StoreResult(conversation_id=None, stored=[], skipped=skipped, job_id=None)
+    references = _references(project_id, keep)
     broker_ensure()  # the processing job is queued after the write
     if project.redact_pii_at_ingest:
         keep = _redacted(keep, supplied)
@@ -209,6 +210,7 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
             "author_name": m.author_name,
             "token_count": count_tokens(m.text),
             "embedding": supplied[p],
+            "refs": references[p][0],
         }
         for p, m in keep
     ]
@@ -223,6 +225,7 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
     positions = [p for p, _m in keep]
     stored = [
         {"id": s["id"], "index": positions[i], "seq": s["seq"], "role": rows[i]["role"]}
+        | ({"references": references[positions[i]][1]} if references[positions[i]][1] else {})
         for i, s in enumerate(result["stored"])
     ]
     job_id = None
@@ -231,6 +234,36 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
     return StoreResult(
         conversation_id=result["conversation_id"], stored=stored, skipped=skipped, job_id=job_id
     )
+
+
+def _references(
+    project_id: str, keep: list[tuple[int, MessageInput]]
+) -> dict[int, tuple[list[str], list[str]]]:
+    """Each kept message's references → (element ids to link: documents and chunks, the document
+    ids). Every reference must name a document or chunk of this project: otherwise 400, nothing
+    stored."""
+    limit = settings.MEMORY_MAX_REFERENCES_PER_MESSAGE
+    for position, message in keep:
+        if len(message.references) > limit:
+            raise InvalidInput(
+                f"messages[{position}].references has {len(message.references)} entries; "
+                f"the limit is {limit}",
+                details={"field": f"messages[{position}].references", "limit": limit},
+            )
+    wanted = [ref for _p, m in keep for ref in m.references]
+    resolved = references_resolve(project_id=project_id, refs=wanted) if wanted else {}
+    unknown = sorted(set(wanted) - set(resolved))
+    if unknown:
+        raise InvalidInput(
+            "references name no document or chunk of this project",
+            details={"field": "references", "unknown_references": unknown[:50]},
+        )
+    out: dict[int, tuple[list[str], list[str]]] = {}
+    for position, message in keep:
+        found = [resolved[ref] for ref in message.references]
+        refs = {r.document_ref for r in found} | {r.chunk_ref for r in found if r.chunk_ref}
+        out[position] = (sorted(refs), sorted({r.document_id for r in found}))
+    return out
 
 
 def _conversation_vanished(exc: BaseException) -> bool:

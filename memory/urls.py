@@ -3,6 +3,8 @@
 from django.urls import path
 
 from memory.apis import (
+    ConversationReferencesApi,
+    DocumentConversationsApi,
     MemoryConsolidateApi,
     MemoryDetailApi,
     MemoryForgetApi,
@@ -12,6 +14,16 @@ from memory.apis import (
 )
 
 urlpatterns = [
+    path(
+        "projects/<str:project_id>/conversations/<str:conversation_id>/references",
+        ConversationReferencesApi.as_view(),
+        name="conversation-references",
+    ),
+    path(
+        "projects/<str:project_id>/documents/<str:document_id>/conversations",
+        DocumentConversationsApi.as_view(),
+        name="document-conversations",
+    ),
     path("projects/<str:project_id>/memories", MemoryStoreApi.as_view(), name="memory-store"),
     path("projects/<str:project_id>/memories/search", MemorySearchApi.as_view(), name="memory-search"),
     path("projects/<str:project_id>/memories:forget", MemoryForgetApi.as_view(), name="memory-forget"),

@@ -10,9 +10,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api.base import ProjectApi, QueryTextField, StrictSerializer
+from core.errors import InvalidInput
 from core.text.metadata import metadata_errors
 from retrieval import services
-from retrieval.dto import MODES, SearchFilters
+from retrieval.conversation import ConversationQuery, conversation_search
+from retrieval.dto import MODES, SOURCES, SearchFilters, SearchResult
 
 
 class FiltersSerializer(StrictSerializer):
@@ -29,6 +31,17 @@ class FiltersSerializer(StrictSerializer):
         return value
 
 
+class ConversationSerializer(StrictSerializer):
+    """Conversation-aware search: the conversation (of this user) the query is asked in."""
+
+    conversation_id = serializers.CharField(max_length=200)
+    user_id = serializers.CharField(max_length=256)
+    past = serializers.IntegerField(min_value=0, max_value=50, required=False)
+    referenced = serializers.IntegerField(min_value=0, max_value=50, required=False)
+    recent = serializers.IntegerField(min_value=0, max_value=50, required=False)
+    min_similarity = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+
+
 class SearchInputSerializer(StrictSerializer):
     # trimmed after the length check, so blanks around a short query count toward the limit
     query = QueryTextField(max_setting="RETRIEVAL_MAX_QUERY_CHARS")
@@ -39,6 +52,7 @@ class SearchInputSerializer(StrictSerializer):
     include_context = serializers.BooleanField(default=False)
     feedback = serializers.BooleanField(required=False, allow_null=True, default=None)
     debug = serializers.BooleanField(default=False)
+    conversation = ConversationSerializer(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("feedback") is not None and attrs.get("mode", "hybrid") != "hybrid":
@@ -49,12 +63,16 @@ class SearchInputSerializer(StrictSerializer):
 
 
 class SearchItemSerializer(serializers.Serializer):
-    chunk_id = serializers.CharField()
-    document_id = serializers.CharField()
+    chunk_id = serializers.CharField(allow_null=True)
+    document_id = serializers.CharField(allow_null=True)
     document_name = serializers.CharField()
     text = serializers.CharField()
     score = serializers.FloatField()
     metadata = serializers.DictField()
+    source = serializers.ChoiceField(choices=SOURCES)
+    sources = serializers.ListField(child=serializers.CharField(), required=False)
+    memory_id = serializers.CharField(required=False)
+    conversation_id = serializers.CharField(required=False)
 
 
 class SearchOutputSerializer(serializers.Serializer):
@@ -66,6 +84,7 @@ class SearchOutputSerializer(serializers.Serializer):
     context = serializers.CharField(required=False)
     debug = serializers.DictField(required=False)
     fallback = serializers.DictField(child=serializers.CharField(), required=False)
+    conversation = serializers.DictField(required=False)
 
 
 class SearchApi(ProjectApi):
@@ -77,23 +96,47 @@ class SearchApi(ProjectApi):
         params.is_valid(raise_exception=True)
         data = params.validated_data
         raw = data.get("filters") or {}
-        result = services.search_run(
+        filters = SearchFilters(
+            document_ids=raw.get("document_ids"),
+            source_path_prefix=raw.get("source_path_prefix") or None,
+            metadata=raw.get("metadata") or {},
+        )
+        if data.get("conversation"):
+            result = self._in_conversation(project_id, data, filters)
+        else:
+            result = services.search_run(
+                project_id=project_id,
+                query=data["query"],
+                mode=data["mode"],
+                top_k=data["top_k"],
+                filters=filters,
+                profile_name=data.get("profile"),
+                include_context=data["include_context"],
+                feedback=data.get("feedback"),
+                debug=data["debug"],
+            )
+        body = SearchOutputSerializer(result).data
+        for optional in ("context", "debug", "fallback", "conversation"):
+            if getattr(result, optional) is None:
+                body.pop(optional, None)
+        for item in body["items"]:
+            for key in ("sources", "memory_id", "conversation_id"):
+                if item.get(key) is None:
+                    item.pop(key, None)
+        return Response(body)
+
+    def _in_conversation(self, project_id: str, data: dict[str, Any], filters: SearchFilters) -> SearchResult:
+        for alone in ("profile", "feedback"):
+            if data.get(alone) is not None:
+                raise InvalidInput(
+                    f"{alone} does not apply to a conversation-aware search", details={"field": alone}
+                )
+        return conversation_search()(
             project_id=project_id,
             query=data["query"],
             mode=data["mode"],
             top_k=data["top_k"],
-            filters=SearchFilters(
-                document_ids=raw.get("document_ids"),
-                source_path_prefix=raw.get("source_path_prefix") or None,
-                metadata=raw.get("metadata") or {},
-            ),
-            profile_name=data.get("profile"),
+            filters=filters,
+            conversation=ConversationQuery(**data["conversation"]),
             include_context=data["include_context"],
-            feedback=data.get("feedback"),
-            debug=data["debug"],
         )
-        body = SearchOutputSerializer(result).data
-        for optional in ("context", "debug", "fallback"):
-            if getattr(result, optional) is None:
-                body.pop(optional, None)
-        return Response(body)

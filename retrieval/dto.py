@@ -36,15 +36,25 @@ class Scope:
     chunk_ids: list[str] | None = None  # None: every chunk of the documents (DRIFT narrows to these)
 
 
+SOURCES = ("document", "past_conversation", "referenced_document", "recent_conversation")
+
+
 @dataclass
 class SearchItem:
-    chunk_id: str
-    document_id: str
+    chunk_id: str | None
+    document_id: str | None
     document_name: str
     text: str
     score: float
     metadata: dict[str, Any]
     extras: dict[str, Any] = field(default_factory=dict)  # a profile's extra columns, in its order
+    # what found it: a document chunk, or (conversation-aware search) a message of another
+    # conversation of the user, a chunk of a document such a message referenced, or a recent message
+    # of the current conversation (then memory_id and conversation_id name the message)
+    source: str = "document"
+    sources: list[str] | None = None
+    memory_id: str | None = None
+    conversation_id: str | None = None
 
 
 @dataclass
@@ -57,3 +67,4 @@ class SearchResult:
     context: str | None = None
     debug: dict[str, Any] | None = None  # graph mode, when asked: linked titles, seeds, the graph
     fallback: dict[str, str] | None = None  # the mode that ranked instead of the one asked, and why
+    conversation: dict[str, Any] | None = None  # conversation-aware search: the conversation and limits

@@ -88,10 +88,10 @@ def _enrich(project_id: str, ranked: list[Candidate], profile: RetrievalProfile 
         item = _item(row, prefix="__")
         item.extras = {c: row.get(c) for c in extra_columns}
         item.metadata.update(item.extras)
-        items[item.chunk_id] = item
+        items[row["__chunk_id"]] = item
     # the profile's score decides the order; the retriever's order breaks ties
     order = {c.chunk_id: i for i, c in enumerate(ranked)}
-    return sorted(items.values(), key=lambda it: (-it.score, order[it.chunk_id]))
+    return sorted(items.values(), key=lambda it: (-it.score, order[str(it.chunk_id)]))
 
 
 def _format_value(value: Any) -> str:

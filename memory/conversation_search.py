@@ -1,0 +1,213 @@
+"""Conversation-aware search (seed 003, "Conversation-Aware Retrieval Flow"): one ranking fused from
+four sources, each item labelled with its `source`:
+- `document`: the project's chunks for the query (any search mode, the request's filters);
+- `past_conversation`: messages of the user's other conversations whose similarity to the query is
+  at least the threshold (Neo4j's normalised cosine, (1 + cos) / 2, as memory vector search scores);
+  the current conversation and private conversations are never drawn from;
+- `referenced_document`: chunks, best for the query, of the documents those messages referenced;
+- `recent_conversation`: the current conversation's latest messages.
+Fused by reciprocal rank (RETRIEVAL_RRF_K); an item several sources found keeps them all in `sources`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from core import graph
+from memory import cypher
+from memory.conversations import conversation_brief
+from memory.scope import Scope
+from memory.selectors import MessageSearch
+from retrieval import fusion
+from retrieval.conversation import ConversationQuery
+from retrieval.dto import Candidate, SearchFilters, SearchItem, SearchResult
+from retrieval.services import context_format, search_run
+
+
+@dataclass(frozen=True)
+class _Limits:
+    past: int
+    referenced: int
+    recent: int
+    min_similarity: float
+
+
+def _limits(conversation: ConversationQuery) -> _Limits:
+    def pick(value: Any, default: Any) -> Any:
+        return default if value is None else value
+
+    return _Limits(
+        past=pick(conversation.past, settings.CONVERSATION_SEARCH_PAST),
+        referenced=pick(conversation.referenced, settings.CONVERSATION_SEARCH_REFERENCED),
+        recent=pick(conversation.recent, settings.CONVERSATION_SEARCH_RECENT),
+        min_similarity=pick(conversation.min_similarity, settings.CONVERSATION_SEARCH_MIN_SIMILARITY),
+    )
+
+
+def _message_items(project_id: str, hits: list[Candidate], source: str) -> list[SearchItem]:
+    if not hits:
+        return []
+    rows = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=[h.chunk_id for h in hits])
+    by_id = {r["memory"]["id"]: r["memory"] for r in rows}
+    items = []
+    for hit in hits:
+        row = by_id.get(hit.chunk_id)
+        if row is None:
+            continue
+        metadata = {k: row[k] for k in ("role", "timestamp", "seq", "author_name") if row.get(k) is not None}
+        items.append(
+            SearchItem(
+                chunk_id=None,
+                document_id=None,
+                document_name=f"conversation {row['conversation_id']}",
+                text=row["text"],
+                score=round(hit.score, 6),
+                metadata=metadata,
+                source=source,
+                memory_id=row["id"],
+                conversation_id=row["conversation_id"],
+            )
+        )
+    return items
+
+
+def _key(item: SearchItem) -> str:
+    return f"m:{item.memory_id}" if item.memory_id else f"c:{item.chunk_id}"
+
+
+def _fused(lists: list[tuple[str, list[SearchItem]]]) -> list[SearchItem]:
+    """Reciprocal-rank fusion of the sources; an item is labelled with the source where it ranked
+    best (the earlier source on a tie) and lists every source that found it."""
+    ranks: dict[str, dict[str, int]] = {}  # key → source → rank
+    first: dict[str, SearchItem] = {}
+    for source, items in lists:
+        for rank, item in enumerate(items):
+            ranks.setdefault(_key(item), {})[source] = rank
+            first.setdefault(_key(item), item)
+    rankings = [[Candidate(_key(item), item.score) for item in items] for _source, items in lists]
+    out = []
+    for fused in fusion.reciprocal_rank(rankings, k=settings.RETRIEVAL_RRF_K):
+        found = ranks[fused.chunk_id]
+        item = first[fused.chunk_id]
+        item.source = min(found, key=lambda source: found[source])
+        item.sources = list(found)
+        item.score = round(fused.score, 6)
+        out.append(item)
+    return out
+
+
+def _past(project_id: str, query: str, conversation: ConversationQuery, limits: _Limits) -> list[SearchItem]:
+    if not limits.past:
+        return []
+    search = MessageSearch(project_id=project_id, scope=Scope(user_id=conversation.user_id), query=query)
+    hits = search.vector_memories(
+        limits.past, where=cypher.PAST_MESSAGES_WHERE, current_conversation=conversation.conversation_id
+    )
+    return _message_items(
+        project_id, [h for h in hits if h.score >= limits.min_similarity], "past_conversation"
+    )
+
+
+def _referenced(
+    project_id: str, query: str, mode: str, past: list[SearchItem], limit: int
+) -> list[SearchItem]:
+    """The chunks, best for the query, of the documents the past messages referenced."""
+    if not past or not limit:
+        return []
+    ids = [item.memory_id for item in past]
+    rows = graph.read(cypher.MESSAGES_REFERENCED_DOCUMENTS, project_id=project_id, ids=ids)
+    if not rows:
+        return []
+    found = search_run(
+        project_id=project_id,
+        query=query,
+        mode=mode,
+        top_k=limit,
+        filters=SearchFilters(document_ids=sorted(r["id"] for r in rows)),
+    ).items
+    for item in found:
+        item.source = "referenced_document"
+    return found
+
+
+def _recent(project_id: str, conversation_id: str, exclude: tuple[str, ...], limit: int) -> list[SearchItem]:
+    if not limit:
+        return []
+    rows = graph.read(
+        cypher.CONVERSATION_RECENT,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        exclude=list(exclude),
+        limit=limit,
+    )
+    ranked = [Candidate(r["id"], 1.0 / (1 + i)) for i, r in enumerate(rows)]  # newest first
+    return _message_items(project_id, ranked, "recent_conversation")
+
+
+def conversation_search(
+    *,
+    project_id: str,
+    query: str,
+    mode: str,
+    top_k: int,
+    filters: SearchFilters,
+    conversation: ConversationQuery,
+    include_context: bool,
+    exclude_memory_ids: tuple[str, ...] = (),
+) -> SearchResult:
+    """Search the project's documents and the user's conversations for `query`, in the context of
+    one conversation of that user (404 when it is not the user's, or not in the project).
+    `exclude_memory_ids` keeps messages out of the recent context (a chat turn's own question)."""
+    started = time.perf_counter()
+    conversation_brief(
+        project_id=project_id, conversation_id=conversation.conversation_id, user_id=conversation.user_id
+    )
+    limits = _limits(conversation)
+    timings: dict[str, float] = {}
+    lap = time.perf_counter()
+
+    def timed(name: str) -> None:
+        nonlocal lap
+        now = time.perf_counter()
+        timings[name], lap = round((now - lap) * 1000, 2), now
+
+    documents = search_run(project_id=project_id, query=query, mode=mode, top_k=top_k, filters=filters)
+    timed("documents")
+    past = _past(project_id, query, conversation, limits)
+    timed("past_conversations")
+    referenced = _referenced(project_id, query, mode, past, limits.referenced)
+    timed("referenced_documents")
+    recent = _recent(project_id, conversation.conversation_id, exclude_memory_ids, limits.recent)
+    timed("recent_conversation")
+    sources = [
+        ("document", documents.items),
+        ("past_conversation", past),
+        ("referenced_document", referenced),
+        ("recent_conversation", recent),
+    ]
+    items = _fused(sources)
+    return SearchResult(
+        items=items,
+        mode=mode,
+        profile=None,
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+        timings_ms=timings,
+        context=context_format(items) if include_context else None,
+        fallback=documents.fallback,
+        conversation={
+            "conversation_id": conversation.conversation_id,
+            "user_id": conversation.user_id,
+            "top_k": {
+                "document": top_k,
+                "past_conversation": limits.past,
+                "referenced_document": limits.referenced,
+                "recent_conversation": limits.recent,
+            },
+            "min_similarity": limits.min_similarity,
+            "counts": {source: len(found) for source, found in sources},
+        },
+    )
