@@ -392,6 +392,10 @@ CONVERSATION_SEARCH_PAST = env.int("CONVERSATION_SEARCH_PAST", default=5)
 CONVERSATION_SEARCH_REFERENCED = env.int("CONVERSATION_SEARCH_REFERENCED", default=3)
 CONVERSATION_SEARCH_RECENT = env.int("CONVERSATION_SEARCH_RECENT", default=5)
 CONVERSATION_SEARCH_MIN_SIMILARITY = env.float("CONVERSATION_SEARCH_MIN_SIMILARITY", default=0.7)
+# Chat turns (POST /conversations:chat): earlier messages given to the answer, sentences of an
+# extractive answer
+CHAT_HISTORY_MESSAGES = env.int("CHAT_HISTORY_MESSAGES", default=10)
+CHAT_EXTRACTIVE_SENTENCES = env.int("CHAT_EXTRACTIVE_SENTENCES", default=3)
 # Documents and chunks one message may reference (seed 003's (:Message)-[:REFERENCES]->); more: 400
 MEMORY_MAX_REFERENCES_PER_MESSAGE = env.int("MEMORY_MAX_REFERENCES_PER_MESSAGE", default=100)
 # A conversation is summarised once this many messages (or tokens) are not covered by a summary

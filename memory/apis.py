@@ -17,7 +17,9 @@ from rest_framework.response import Response
 
 from core.api.base import MAX_OFFSET, ProjectApi, QueryTextField, StrictSerializer
 from core.errors import InvalidInput
-from memory import conversations, selectors, services
+from memory import chat, conversations, selectors, services
+from memory.chat import ANSWER_MODES
+from memory.chat import SEARCH_MODES as CHAT_SEARCH_MODES
 from memory.dto import DEPTHS, SEARCH_MODES, MessageInput
 from memory.scope import MAX_SCOPE_VALUE_CHARS, SCOPE_KEYS, Scope, validate_value
 
@@ -357,3 +359,57 @@ class DocumentConversationsApi(ProjectApi):
 
 def _page(params: dict[str, Any]) -> dict[str, int]:
     return {"limit": params["limit"], "offset": params["offset"]}
+
+
+class ChatInputSerializer(StrictSerializer):
+    message = serializers.CharField(trim_whitespace=False)
+    user_id = serializers.CharField(max_length=MAX_SCOPE_VALUE_CHARS)
+    conversation_id = serializers.CharField(max_length=200, required=False, allow_null=True)
+    rag = serializers.BooleanField(default=True)
+    persist = serializers.BooleanField(default=True)
+    mode = serializers.ChoiceField(choices=ANSWER_MODES, required=False, allow_null=True)
+    top_k = serializers.IntegerField(min_value=1, max_value=20, default=5)
+    search_mode = serializers.ChoiceField(choices=CHAT_SEARCH_MODES, default="hybrid")
+    turn_id = serializers.UUIDField(required=False, allow_null=True, format="hex_verbose")
+
+
+class ChatReferenceSerializer(serializers.Serializer):
+    n = serializers.IntegerField()
+    document_id = serializers.CharField()
+    title = serializers.CharField(allow_null=True)
+    author = serializers.CharField(allow_null=True)
+    updated_at = serializers.CharField(allow_null=True)
+    source_path = serializers.CharField(allow_null=True)
+
+
+class ChatOutputSerializer(serializers.Serializer):
+    turn_id = serializers.CharField()
+    conversation_id = serializers.CharField(allow_null=True)
+    message_id = serializers.CharField(allow_null=True)
+    reply_id = serializers.CharField(allow_null=True)
+    answer = serializers.CharField()
+    references = ChatReferenceSerializer(many=True)
+    answer_with_references = serializers.CharField()
+    mode = serializers.CharField()
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+
+
+class ChatApi(ProjectApi):
+    """POST /projects/{pid}/conversations:chat — one chat turn (seed 003's agent loop). Storing needs
+    the `write` scope; `persist: false` turns only read."""
+
+    required_scope = None
+
+    def get_permissions(self) -> list[Any]:
+        body = self.request.data
+        reads_only = isinstance(body, dict) and body.get("persist", True) is False
+        self.required_scope = "read" if reads_only else "write"
+        return super().get_permissions()
+
+    @extend_schema(request=ChatInputSerializer, responses={200: ChatOutputSerializer})
+    def post(self, request: Request, project_id: str) -> Response:
+        data = _valid(ChatInputSerializer, request.data)
+        if data.get("turn_id") is not None:
+            data["turn_id"] = str(data["turn_id"])
+        turn = chat.chat_turn(project_id=project_id, turn=chat.ChatTurnInput(**data))
+        return Response(ChatOutputSerializer(turn).data)

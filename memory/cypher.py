@@ -101,7 +101,7 @@ CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row
                   application_id: $application_id, agent_id: $agent_id, user_id: $user_id,
                   thread_id: $thread_id, scope_tokens: $scope_tokens, conversation_id: c.id,
                   seq: base + i + 1, token_count: row.token_count, processed: false,
-                  accessibility: c.accessibility})
+                  accessibility: c.accessibility, status: row.status})
 // stored as float32 (the vector index's precision): half the bytes of a list of doubles to write
 WITH c, base, previous, m, row
 CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
@@ -741,8 +741,8 @@ CONVERSATION_VISIBLE = """($user_id IS NULL OR c.user_id = $user_id)
 
 CONVERSATION_BRIEF = f"""
 MATCH (c:Conversation {{id: $id}}) WHERE c.project_id = $project_id AND {CONVERSATION_VISIBLE}
-RETURN c {{.id, .title, .application_id, .agent_id, .user_id, .thread_id, .started_at, .ended_at,
-          .message_count, accessibility: coalesce(c.accessibility, 'shared')}} AS conversation
+RETURN c {{.id, .title, .summary, .application_id, .agent_id, .user_id, .thread_id, .started_at,
+          .ended_at, .message_count, accessibility: coalesce(c.accessibility, 'shared')}} AS conversation
 """
 
 # The documents a conversation's messages reference, with how often and when.
@@ -786,8 +786,13 @@ RETURN DISTINCT d.id AS id
 
 CONVERSATION_RECENT = """
 MATCH (m:Memory {conversation_id: $conversation_id})
-WHERE m.project_id = $project_id AND NOT m.id IN $exclude
+WHERE m.project_id = $project_id AND NOT m.id IN $exclude AND coalesce(m.status, 'stored') <> 'failed'
 RETURN m.id AS id
 ORDER BY m.seq DESC
 LIMIT $limit
+"""
+
+CONVERSATION_SUMMARY_TEXT = """
+MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id
+RETURN c.summary AS summary
 """

@@ -25,6 +25,7 @@ class MessageInput:
     embedding: list[float] | npt.NDArray[np.float32] | None = None
     # document ids, chunk ids or source paths of the project (seed 003: (:Memory)-[:REFERENCES]->)
     references: tuple[str, ...] = ()
+    status: str | None = None  # "failed": a chat reply the LLM could not give (kept with the turn)
 
 
 @dataclass

@@ -42,6 +42,7 @@ class Memory(ScopedNode):
     seq = IntegerProperty()
     token_count = IntegerProperty()
     processed = BooleanProperty()
+    status = StringProperty()  # "failed" for a chat reply the LLM could not give
 
 
 class Conversation(ScopedNode):

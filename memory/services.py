@@ -211,6 +211,7 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
             "token_count": count_tokens(m.text),
             "embedding": supplied[p],
             "refs": references[p][0],
+            "status": m.status,
         }
         for p, m in keep
     ]

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from memory.apis import (
+    ChatApi,
     ConversationReferencesApi,
     DocumentConversationsApi,
     MemoryConsolidateApi,
@@ -14,6 +15,7 @@ from memory.apis import (
 )
 
 urlpatterns = [
+    path("projects/<str:project_id>/conversations:chat", ChatApi.as_view(), name="conversation-chat"),
     path(
         "projects/<str:project_id>/conversations/<str:conversation_id>/references",
         ConversationReferencesApi.as_view(),

@@ -5,7 +5,6 @@ expand the query, prime on communities, answer a follow-up from its context, agg
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -28,6 +27,9 @@ from retrieval.drift.dto import (
     PrimerResponse,
 )
 from retrieval.lucene import query_terms
+from retrieval.sentences import sentences as _sentences
+from retrieval.sentences import stem as _stem
+from retrieval.sentences import terms as _terms
 
 logger = logging.getLogger("retrieval.drift")
 
@@ -228,34 +230,6 @@ def _answers_as_facts(primer: Primer, results: list[FollowupResult]) -> Aggregat
 
 
 # --- without an LLM -------------------------------------------------------------------------------------
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
-# markdown a chunk may hold: headings, list and quote markers, emphasis, code ticks, links and images
-# (their text kept); horizontal rules and table rows (dropped whole, table text is no sentence)
-_LINE_MARK = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)", re.MULTILINE)
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_EMPHASIS = re.compile(r"(\*{1,3}|_{2,3}|`+|~~)(?=\S)(.+?)(?<=\S)\1")
-_RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$|^\s*\|.*\|\s*$", re.MULTILINE)
-
-
-def _plain(text: str) -> str:
-    """`text` without markdown syntax: what a reader of the rendered text sees."""
-    text = _RULE.sub(" ", text)
-    text = _LINE_MARK.sub("", text)
-    text = _LINK.sub(r"\1", text)
-    return _EMPHASIS.sub(r"\2", text)
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(" ".join(_plain(text).split())) if len(s.strip()) > 15]
-
-
-def _stem(token: str) -> str:
-    return token.rstrip("s") if len(token) > 3 else token
-
-
-def _terms(text: str) -> set[str]:
-    return {_stem(t) for t in query_terms(text, max_terms=256)}
 
 
 def _words_missing(query: str, covered: set[str]) -> list[str]:

@@ -1,0 +1,315 @@
+"""A chat turn as seed 003's agent loop runs it: create or continue the conversation, store the user
+message, retrieve with conversation awareness, answer (LLM or extractive), store the reply with
+REFERENCES to the documents it used, and return the answer with a numbered "References" block
+(seed 003's build_response_with_references). Storing queues extraction for both messages."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from core import graph
+from core.errors import DependencyUnavailable, InvalidInput, PayloadTooLarge
+from core.llm.client import chat, llm_configured
+from knowledge.selectors import documents_brief
+from memory import cypher
+from memory.conversation_search import conversation_search
+from memory.conversations import conversation_brief
+from memory.dto import MessageInput
+from memory.scope import Scope, validate_value
+from memory.services import memories_store
+from retrieval.conversation import ConversationQuery
+from retrieval.drift.progress import Reporter
+from retrieval.dto import SearchFilters, SearchItem
+from retrieval.sentences import sentences, terms
+from retrieval.services import search_run
+
+ANSWER_MODES = ("llm", "extractive")
+SEARCH_MODES = ("vector", "fulltext", "hybrid", "graph")
+SYSTEM_PROMPT = (
+    "You answer the user's question in an ongoing conversation. Use the numbered sources when they "
+    "help and cite them as [n]; say so when they do not hold the answer. Be concise."
+)
+NOTHING_FOUND = "I found nothing in the documents or this conversation that answers that."
+
+
+@dataclass(frozen=True)
+class ChatTurnInput:
+    message: str
+    user_id: str
+    conversation_id: str | None = None
+    rag: bool = True
+    persist: bool = True
+    mode: str | None = None  # llm | extractive; None: llm when one is configured
+    top_k: int = 5
+    search_mode: str = "hybrid"
+    turn_id: str | None = None
+
+
+@dataclass
+class ChatTurn:
+    turn_id: str
+    conversation_id: str | None
+    message_id: str | None
+    reply_id: str | None
+    answer: str
+    references: list[dict[str, Any]]
+    answer_with_references: str
+    mode: str
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Context:
+    """What the answer is built from: the ranked items, the conversation's summary and history."""
+
+    items: list[SearchItem]
+    summary: str | None
+    history: list[dict[str, Any]]
+
+
+def references_block(answer: str, references: list[dict[str, Any]]) -> str:
+    """The answer followed by seed 003's numbered references: `[n] title (author, date)` and the path."""
+    if not references:
+        return answer
+    lines = []
+    for ref in references:
+        line = f"[{ref['n']}] {ref['title'] or ref['source_path'] or ref['document_id']}"
+        line += f" ({ref['author'] or 'Unknown'}, {(ref['updated_at'] or 'Unknown date')[:10]})"
+        if ref["source_path"]:
+            line += f"\nPath: {ref['source_path']}"
+        lines.append(line)
+    return f"{answer}\n\nReferences:\n" + "\n".join(lines)
+
+
+def _check(turn: ChatTurnInput) -> str:
+    if not turn.message.strip():
+        raise InvalidInput("message must not be blank", details={"field": "message"})
+    if len(turn.message) > settings.MEMORY_MAX_MESSAGE_CHARS:
+        raise PayloadTooLarge(
+            f"message has {len(turn.message)} characters; the limit is {settings.MEMORY_MAX_MESSAGE_CHARS}",
+            details={"field": "message", "limit": settings.MEMORY_MAX_MESSAGE_CHARS},
+        )
+    validate_value("user_id", turn.user_id)
+    if turn.search_mode not in SEARCH_MODES:
+        raise InvalidInput(
+            f"search_mode must be one of {', '.join(SEARCH_MODES)}", details={"field": "search_mode"}
+        )
+    mode = turn.mode or ("llm" if llm_configured() else "extractive")
+    if mode == "llm" and not llm_configured():
+        raise InvalidInput("mode llm needs an LLM (LLM_PROVIDER is none)", details={"field": "mode"})
+    return mode
+
+
+def _scope(project_id: str, turn: ChatTurnInput) -> Scope:
+    """The conversation's scope: the one continued (404 when it is not this user's), or a new thread."""
+    if turn.conversation_id is None:
+        return Scope(user_id=turn.user_id, thread_id=f"chat-{uuid.uuid4()}")
+    header = conversation_brief(
+        project_id=project_id, conversation_id=turn.conversation_id, user_id=turn.user_id
+    )
+    return Scope(
+        application_id=header["application_id"],
+        agent_id=header["agent_id"],
+        user_id=header["user_id"],
+        thread_id=header["thread_id"],
+    )
+
+
+def _history(project_id: str, conversation_id: str | None, exclude: str | None) -> _Context:
+    if conversation_id is None:
+        return _Context(items=[], summary=None, history=[])
+    rows = graph.read(
+        cypher.CONVERSATION_RECENT,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        exclude=[exclude] if exclude else [],
+        limit=settings.CHAT_HISTORY_MESSAGES,
+    )
+    history = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=[r["id"] for r in rows])
+    messages = sorted((r["memory"] for r in history), key=lambda m: m["seq"])
+    summary = graph.read(cypher.CONVERSATION_SUMMARY_TEXT, project_id=project_id, id=conversation_id)
+    return _Context(items=[], summary=summary[0]["summary"] if summary else None, history=messages)
+
+
+def _retrieve(
+    project_id: str, turn: ChatTurnInput, conversation_id: str | None, message_id: str | None
+) -> list[SearchItem]:
+    if conversation_id is None:
+        found = search_run(project_id=project_id, query=turn.message, mode=turn.search_mode, top_k=turn.top_k)
+        return found.items
+    return conversation_search(
+        project_id=project_id,
+        query=turn.message,
+        mode=turn.search_mode,
+        top_k=turn.top_k,
+        filters=SearchFilters(),
+        conversation=ConversationQuery(conversation_id=conversation_id, user_id=turn.user_id),
+        include_context=False,
+        exclude_memory_ids=(message_id,) if message_id else (),
+    ).items
+
+
+def _references(project_id: str, items: list[SearchItem], limit: int) -> list[dict[str, Any]]:
+    """The documents among the ranked items, in rank order, numbered from 1."""
+    ids: list[str] = []
+    for item in items:
+        if item.document_id and item.document_id not in ids:
+            ids.append(item.document_id)
+    briefs = documents_brief(project_id=project_id, ids=ids[:limit])
+    refs = [briefs[i] for i in ids[:limit] if i in briefs]
+    return [
+        {
+            "n": n,
+            "document_id": ref["id"],
+            "title": ref["title"],
+            "author": ref["author"],
+            "updated_at": ref["updated_at"],
+            "source_path": ref["source_path"],
+        }
+        for n, ref in enumerate(refs, start=1)
+    ]
+
+
+def _llm_answer(turn: ChatTurnInput, context: _Context, references: list[dict[str, Any]]) -> str:
+    number = {ref["document_id"]: ref["n"] for ref in references}
+    sources = [
+        f"[{number[item.document_id]}] {item.document_name}\n{item.text}"
+        for item in context.items
+        if item.document_id in number
+    ]
+    past = [
+        f"({item.metadata.get('role', 'message')}) {item.text}" for item in context.items if item.memory_id
+    ]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+    if context.summary:
+        messages.append(
+            {"role": "system", "content": f"Summary of the conversation so far: {context.summary}"}
+        )
+    messages += [{"role": m["role"], "content": m["text"]} for m in context.history]
+    prompt = turn.message
+    if sources or past:
+        blocks = ["Sources:\n" + "\n\n".join(sources)] if sources else []
+        blocks += ["From the user's conversations:\n" + "\n".join(past)] if past else []
+        prompt = "\n\n".join(blocks) + f"\n\nQuestion: {turn.message}"
+    messages.append({"role": "user", "content": prompt})
+    return chat(messages).strip()
+
+
+def _extractive_answer(turn: ChatTurnInput, context: _Context, references: list[dict[str, Any]]) -> str:
+    """The sentences that share most of the question's terms: from the referenced documents' chunks
+    (cited [n]) or, without documents, from the conversation's earlier messages."""
+    wanted = terms(turn.message)
+    number = {ref["document_id"]: ref["n"] for ref in references}
+    candidates: list[tuple[float, int, str]] = []
+    texts = [
+        (item.text, number.get(item.document_id or ""))
+        for item in context.items
+        if item.document_id in number
+    ]
+    if not texts:
+        texts = [(m["text"], None) for m in context.history] + [
+            (item.text, None) for item in context.items if item.memory_id
+        ]
+    for rank, (text, n) in enumerate(texts):
+        for sentence in sentences(text) or [text.strip()]:
+            overlap = len(wanted & terms(sentence)) / max(1, len(wanted))
+            if overlap > 0:
+                candidates.append((overlap, rank, sentence + (f" [{n}]" if n else "")))
+    candidates.sort(key=lambda c: (-c[0], c[1]))
+    chosen = list(dict.fromkeys(c[2] for c in candidates))[: settings.CHAT_EXTRACTIVE_SENTENCES]
+    return " ".join(chosen) or NOTHING_FOUND
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.started = self.lap = time.perf_counter()
+        self.timings: dict[str, float] = {}
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name], self.lap = round((now - self.lap) * 1000, 2), now
+
+    def total(self) -> dict[str, float]:
+        return {**self.timings, "total": round((time.perf_counter() - self.started) * 1000, 2)}
+
+
+def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
+    """One turn. With `persist` the user message is stored first and kept whatever happens next; a
+    reply the LLM could not give is stored as failed and answered with 503 naming the ids."""
+    mode = _check(turn)
+    turn_id = turn.turn_id or str(uuid.uuid4())
+    progress = Reporter(project_id=project_id, retrieval_id=turn_id)
+    clock = _Clock()
+    scope = _scope(project_id, turn)
+    conversation_id, message_id = turn.conversation_id, None
+    if turn.persist:
+        stored = memories_store(
+            project_id=project_id, scope=scope, messages=[MessageInput("user", turn.message)]
+        )
+        conversation_id, message_id = stored.conversation_id, stored.stored[0]["id"]
+        progress.phase("message_stored", "Stored your message", pct=15)
+    clock("store_message")
+    context = _history(project_id, conversation_id, message_id)
+    if turn.rag:
+        progress.phase("retrieving", "Searching documents and past conversations", pct=30)
+        context.items = _retrieve(project_id, turn, conversation_id, message_id)
+    references = _references(project_id, context.items, turn.top_k)
+    clock("retrieve")
+    progress.phase("answering", f"Answering from {len(references)} documents", pct=60)
+    if mode == "llm":
+        try:
+            answer = _llm_answer(turn, context, references)
+        except Exception as exc:
+            raise _failure(project_id, scope, turn, progress, exc, conversation_id, message_id) from exc
+    else:
+        answer = _extractive_answer(turn, context, references)
+    clock("answer")
+    reply_id = None
+    if turn.persist:
+        refs = tuple(ref["document_id"] for ref in references)
+        reply = memories_store(
+            project_id=project_id, scope=scope, messages=[MessageInput("assistant", answer, references=refs)]
+        )
+        reply_id = reply.stored[0]["id"] if reply.stored else None
+    clock("store_reply")
+    progress.phase("completed", "Answered", pct=100)
+    return ChatTurn(
+        turn_id=turn_id,
+        conversation_id=conversation_id,
+        message_id=message_id,
+        reply_id=reply_id,
+        answer=answer,
+        references=references,
+        answer_with_references=references_block(answer, references),
+        mode=mode,
+        timings_ms=clock.total(),
+    )
+
+
+def _failure(
+    project_id: str,
+    scope: Scope,
+    turn: ChatTurnInput,
+    progress: Reporter,
+    exc: Exception,
+    conversation_id: str | None,
+    message_id: str | None,
+) -> DependencyUnavailable:
+    """The LLM failed: the reply is stored as failed (the user message stays); the error names both."""
+    reason = f"{exc.__class__.__name__}: {exc}"[:300]
+    reply_id = None
+    if turn.persist:
+        failed = MessageInput(
+            "assistant", f"(no answer: the language model failed: {reason})", status="failed"
+        )
+        stored = memories_store(project_id=project_id, scope=scope, messages=[failed])
+        reply_id = stored.stored[0]["id"] if stored.stored else None
+    progress.error("The language model failed; your message is kept", reason)
+    error = exc if isinstance(exc, DependencyUnavailable) else DependencyUnavailable("llm", reason)
+    error.details.update(conversation_id=conversation_id, message_id=message_id, reply_id=reply_id)
+    return error
