@@ -55,6 +55,8 @@ def test_agent_framework_knowledge_installs_next_to_maf_alone(tmp_path: Path) ->
     assert "google-adk" not in installed and "Django" not in installed  # nothing of the platform's own
     out = _run(python, "-c", CHECK, cwd=tmp_path)  # outside the checkout: the installed copies
     assert out.startswith("1.23.0 ") and str(venv) in out
+    usage = _run(str(venv / "bin" / "knowledge-platform"), "chat", "--help", cwd=tmp_path)
+    assert "--persist-chat" in usage and "--conversation-id" in usage  # the client's console script
     # building left nothing behind in the checkout
     leftovers = [p for p in (REPO / "clients").rglob("*") if p.name == "build" or p.suffix == ".egg-info"]
     assert leftovers == []

@@ -1,5 +1,6 @@
 """Async client for the knowledge platform's REST API."""
 
+from knowledge_platform_client.conversations import ChatReference, ChatTurn, ConversationsClient
 from knowledge_platform_client.errors import (
     AuthenticationError,
     BadRequestError,
@@ -36,9 +37,12 @@ __all__ = [
     "AsyncPlatformClient",
     "AuthenticationError",
     "BadRequestError",
+    "ChatReference",
+    "ChatTurn",
     "Citation",
     "ConfigurationError",
     "ConflictError",
+    "ConversationsClient",
     "DriftResult",
     "KeyFact",
     "KnowledgeClient",

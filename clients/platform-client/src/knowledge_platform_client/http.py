@@ -109,7 +109,10 @@ class AsyncPlatformClient:
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         ok: Iterable[int] = (200, 201, 202, 204),
+        retry_statuses: bool = True,
     ) -> Any:
+        """`retry_statuses=False`: a 429 or 5xx answer is raised at once (a refused connection, which
+        nothing can have applied, is still retried): for writes that must not be repeated."""
         accepted = frozenset(ok)
         query = {k: v for k, v in (params or {}).items() if v is not None}
         retrying = AsyncRetrying(
@@ -122,7 +125,7 @@ class AsyncPlatformClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await self._once(method, path, json, query, headers, accepted)
+                    return await self._once(method, path, json, query, headers, accepted, retry_statuses)
         except _Retryable as exhausted:
             raise exhausted.error from None
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
@@ -135,6 +138,7 @@ class AsyncPlatformClient:
         params: dict[str, Any],
         headers: dict[str, str] | None,
         accepted: frozenset[int],
+        retry_statuses: bool = True,
     ) -> Any:
         try:
             response = await self._http.request(
@@ -154,6 +158,6 @@ class AsyncPlatformClient:
         except ValueError:
             payload = response.text
         error = error_for(response.status_code, payload)
-        if response.status_code in RETRY_STATUSES:
+        if retry_statuses and response.status_code in RETRY_STATUSES:
             raise _Retryable(error, retry_after_seconds(response.headers.get("Retry-After")))
         raise error
