@@ -413,3 +413,31 @@ class ChatApi(ProjectApi):
             data["turn_id"] = str(data["turn_id"])
         turn = chat.chat_turn(project_id=project_id, turn=chat.ChatTurnInput(**data))
         return Response(ChatOutputSerializer(turn).data)
+
+
+class ConversationListApi(ProjectApi):
+    """GET /projects/{pid}/conversations?user_id=… — conversations, the most recently active first."""
+
+    @extend_schema(parameters=[ConversationReadSerializer], responses={200: dict})
+    def get(self, request: Request, project_id: str) -> Response:
+        params = _valid(ConversationReadSerializer, request.query_params.dict())
+        items, total = conversations.conversations_list(
+            project_id=project_id, user_id=params.get("user_id"), **_page(params)
+        )
+        return Response({"items": items, "total": total, **_page(params)})
+
+
+class ConversationDetailApi(ProjectApi):
+    """GET /projects/{pid}/conversations/{cid}?user_id=… — the conversation and a page of its messages."""
+
+    @extend_schema(parameters=[ConversationReadSerializer], responses={200: dict})
+    def get(self, request: Request, project_id: str, conversation_id: str) -> Response:
+        params = _valid(ConversationReadSerializer, request.query_params.dict())
+        return Response(
+            conversations.conversation_detail(
+                project_id=project_id,
+                conversation_id=conversation_id,
+                user_id=params.get("user_id"),
+                **_page(params),
+            )
+        )

@@ -52,3 +52,42 @@ def document_conversations(
             for r in rows
         ],
     }
+
+
+TOPICS_MAX = 8
+
+
+def conversations_list(
+    *, project_id: str, user_id: str | None, limit: int, offset: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Conversations the reader may see, the most recently active first."""
+    params = {"project_id": project_id, "user_id": user_id}
+    rows = graph.read(cypher.CONVERSATIONS_LIST, limit=limit, offset=offset, **params)
+    total = graph.read(cypher.CONVERSATIONS_COUNT, **params)[0]["n"]
+    return [r["conversation"] for r in rows], total
+
+
+def conversation_detail(
+    *, project_id: str, conversation_id: str, user_id: str | None, limit: int, offset: int
+) -> dict[str, Any]:
+    """The conversation (title, summary, sentiment, topics) and one page of its messages in order,
+    each with the concepts it mentions and the documents it references."""
+    header = conversation_brief(project_id=project_id, conversation_id=conversation_id, user_id=user_id)
+    topics = graph.read(
+        cypher.CONVERSATION_TOPICS, project_id=project_id, conversation_id=conversation_id, limit=TOPICS_MAX
+    )
+    rows = graph.read(
+        cypher.CONVERSATION_MESSAGES,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        limit=limit,
+        offset=offset,
+    )
+    messages = [{**r["message"], "mentions": r["mentions"], "references": r["references"]} for r in rows]
+    return {
+        **header,
+        "topics": topics,
+        "messages": messages,
+        "limit": limit,
+        "offset": offset,
+    }

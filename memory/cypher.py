@@ -741,7 +741,7 @@ CONVERSATION_VISIBLE = """($user_id IS NULL OR c.user_id = $user_id)
 
 CONVERSATION_BRIEF = f"""
 MATCH (c:Conversation {{id: $id}}) WHERE c.project_id = $project_id AND {CONVERSATION_VISIBLE}
-RETURN c {{.id, .title, .summary, .application_id, .agent_id, .user_id, .thread_id, .started_at,
+RETURN c {{.id, .title, .summary, .sentiment, .application_id, .agent_id, .user_id, .thread_id, .started_at,
           .ended_at, .message_count, accessibility: coalesce(c.accessibility, 'shared')}} AS conversation
 """
 
@@ -795,4 +795,69 @@ LIMIT $limit
 CONVERSATION_SUMMARY_TEXT = """
 MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id
 RETURN c.summary AS summary
+"""
+
+CONVERSATION_TITLE = """
+MATCH (c:Conversation {id: $conversation_id}) WHERE c.project_id = $project_id
+RETURN c.title AS title
+"""
+
+
+# The first messages of a conversation (what its title and sentiment are drawn from).
+CONVERSATION_OPENING = """
+MATCH (m:Memory {conversation_id: $conversation_id})
+WHERE m.project_id = $project_id AND coalesce(m.status, 'stored') <> 'failed'
+WITH m ORDER BY m.seq LIMIT $limit
+RETURN m.id AS id, m.role AS role, m.text AS text, m.timestamp AS timestamp
+"""
+
+# Written unless a curator anonymised the conversation meanwhile (its title must stay cleared).
+CONVERSATION_DESCRIBE = """
+MATCH (c:Conversation {id: $conversation_id})
+WHERE c.project_id = $project_id AND c.anonymized_at IS NULL
+SET c.title = $title, c.sentiment = $sentiment, c.description_mode = $mode, c.described_seq = c.last_seq
+RETURN c.id AS id
+"""
+
+CONVERSATIONS_LIST = f"""
+MATCH (c:Conversation {{project_id: $project_id}})
+WHERE {CONVERSATION_VISIBLE}
+WITH c ORDER BY c.ended_at DESC, c.id
+SKIP $offset LIMIT $limit
+RETURN c {{.id, .title, .summary, .sentiment, .application_id, .agent_id, .user_id, .thread_id,
+          .started_at, .ended_at, .message_count, accessibility: coalesce(c.accessibility, 'shared')}}
+       AS conversation
+"""
+
+CONVERSATIONS_COUNT = f"""
+MATCH (c:Conversation {{project_id: $project_id}})
+WHERE {CONVERSATION_VISIBLE}
+RETURN count(c) AS n
+"""
+
+# One page of a conversation's messages, with the concepts each mentions and the documents it references.
+CONVERSATION_MESSAGES = """
+MATCH (m:Memory {conversation_id: $conversation_id})
+WHERE m.project_id = $project_id
+WITH m ORDER BY m.seq SKIP $offset LIMIT $limit
+OPTIONAL MATCH (m)-[:MENTIONS]->(e:Entity)
+WITH m, collect(DISTINCT e.name) AS mentions
+OPTIONAL MATCH (m)-[:REFERENCES]->(d:Document)
+WITH m, mentions, collect(DISTINCT d.id) AS references
+RETURN m {.id, .seq, .role, .text, .timestamp, .author_name, .message_id, .status} AS message, mentions,
+       references
+ORDER BY m.seq
+"""
+
+# Topics: the communities of the entities the conversation's messages mention, by mentions.
+CONVERSATION_TOPICS = """
+MATCH (m:Memory {conversation_id: $conversation_id})-[:MENTIONS]->(e:Entity)
+WHERE m.project_id = $project_id
+WITH e, count(m) AS mentions
+OPTIONAL MATCH (e)-[:IN_COMMUNITY]->(k:Community {level: 0})
+WITH k, e, mentions ORDER BY mentions DESC, e.name
+WITH k, sum(mentions) AS mentions, collect(e.name)[..8] AS entities
+RETURN CASE WHEN k IS NULL THEN null ELSE k.id END AS community_id, k.title AS title, entities, mentions
+ORDER BY mentions DESC, title
+LIMIT $limit
 """

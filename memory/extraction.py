@@ -297,3 +297,114 @@ def mention_grams(text: str, *, max_n: int = 4, limit: int = 400) -> list[str]:
             if len(grams) >= limit:
                 return list(grams)
     return list(grams)
+
+
+# --- conversation title and sentiment (seed 003) ---------------------------------------------------
+
+SENTIMENTS = ("positive", "neutral", "negative", "mixed")
+TITLE_MAX_CHARS = 80
+# cue words of the extractive sentiment: a small lexicon, counted over the user's messages
+_POSITIVE = frozenset(
+    [
+        "thanks",
+        "thank",
+        "great",
+        "love",
+        "loved",
+        "like",
+        "liked",
+        "happy",
+        "glad",
+        "perfect",
+        "excellent",
+        "awesome",
+        "helpful",
+        "good",
+        "nice",
+        "wonderful",
+        "amazing",
+        "enjoy",
+        "enjoyed",
+        "fantastic",
+        "brilliant",
+        "pleased",
+        "appreciate",
+    ]
+)
+_NEGATIVE = frozenset(
+    [
+        "bad",
+        "hate",
+        "hated",
+        "wrong",
+        "angry",
+        "annoyed",
+        "terrible",
+        "awful",
+        "broken",
+        "problem",
+        "problems",
+        "fail",
+        "failed",
+        "failing",
+        "disappointed",
+        "frustrated",
+        "frustrating",
+        "sad",
+        "worse",
+        "worst",
+        "useless",
+        "confusing",
+        "upset",
+    ]
+)
+
+
+class _Description(BaseModel):
+    title: str = Field(min_length=1, max_length=200)
+    sentiment: str = Field(pattern=r"^(positive|neutral|negative|mixed)$")
+
+
+DESCRIBE_PROMPT = (
+    "Give this conversation a short title (at most 8 words) and its overall sentiment. Return JSON: "
+    '{"title": "...", "sentiment": "positive" | "neutral" | "negative" | "mixed"}.'
+)
+
+
+def _title_extractive(messages: list[Message]) -> str:
+    """The first user message's first sentence, cut at a word boundary."""
+    first = next((m for m in messages if m.role == "user"), messages[0])
+    sentence = next((s.strip() for s in _SENTENCES.split(first.text) if s.strip()), first.text.strip())
+    if len(sentence) <= 60:
+        return sentence
+    return sentence[:60].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def _sentiment_extractive(messages: list[Message]) -> str:
+    words = [w.casefold() for m in messages if m.role == "user" for w in _WORD.findall(m.text)]
+    positive = sum(w in _POSITIVE for w in words)
+    negative = sum(w in _NEGATIVE for w in words)
+    if positive and negative and min(positive, negative) * 2 >= max(positive, negative):
+        return "mixed"
+    if positive > negative:
+        return "positive"
+    if negative > positive:
+        return "negative"
+    return "neutral"
+
+
+def describe(messages: list[Message]) -> tuple[str, str, str]:
+    """(title, sentiment, mode) of a conversation: from the LLM when one is configured, else the first
+    user sentence and a lexicon count."""
+    if not llm_configured():
+        return describe_extractive(messages)
+    transcript = "\n".join(f"{m.role}: {m.text}" for m in messages)
+    found = chat_json(
+        [{"role": "system", "content": DESCRIBE_PROMPT}, {"role": "user", "content": transcript}],
+        _Description,
+    )
+    return found.title.strip()[:TITLE_MAX_CHARS], found.sentiment, "llm"
+
+
+def describe_extractive(messages: list[Message]) -> tuple[str, str, str]:
+    return _title_extractive(messages)[:TITLE_MAX_CHARS], _sentiment_extractive(messages), "extractive"

@@ -50,6 +50,8 @@ class Conversation(ScopedNode):
 
     key = StringProperty()
     title = StringProperty()
+    sentiment = StringProperty()  # positive | neutral | negative | mixed (memory.extraction.describe)
+    description_mode = StringProperty()  # llm | extractive
     summary = StringProperty()
     started_at = StringProperty()
     ended_at = StringProperty()

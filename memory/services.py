@@ -25,6 +25,7 @@ from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from core.graph.schema import ensure_schema
 from core.jobs import broker_ensure, job_submit
 from core.jobs.tasks import JobOutcome
+from core.llm.client import LLMInvalidOutput, llm_configured
 from core.models import Job, Project
 from core.progress.events import job_progress
 from core.services import project_embedder_check
@@ -572,6 +573,37 @@ def conversation_summarize(*, project_id: str, conversation_id: str, force: bool
     return written[0]["id"] if written else None
 
 
+def conversation_describe(*, project_id: str, conversation_id: str, refresh: bool) -> bool:
+    """Title and sentiment of a conversation (seed 003), from its first messages: written when it has
+    none, and again with `refresh` (a new summary was written) or without an LLM (it costs nothing).
+    Invalid LLM output falls back to the extractive description. True when written."""
+    titled = graph.read(cypher.CONVERSATION_TITLE, project_id=project_id, conversation_id=conversation_id)
+    if not titled or (titled[0]["title"] and not refresh and llm_configured()):
+        return False
+    rows = graph.read(
+        cypher.CONVERSATION_OPENING,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        limit=settings.MEMORY_SUMMARY_MAX_MESSAGES,
+    )
+    if not rows:
+        return False
+    messages = [extraction.Message(r["id"], r["role"], r["text"], r["timestamp"]) for r in rows]
+    try:
+        title, sentiment, mode = extraction.describe(messages)
+    except LLMInvalidOutput:
+        title, sentiment, mode = extraction.describe_extractive(messages)
+    written = graph.write(
+        cypher.CONVERSATION_DESCRIBE,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        title=title,
+        sentiment=sentiment,
+        mode=mode,
+    )
+    return bool(written)
+
+
 def memories_process(*, job: Job) -> JobOutcome:
     """The job after a store: derive, link, and summarise conversations past the threshold."""
     memory_ids = list(job.inputs.get("memory_ids", []))
@@ -588,11 +620,17 @@ def memories_process(*, job: Job) -> JobOutcome:
         r["conversation_id"]
         for r in graph.read(cypher.MEMORIES_BY_ID, project_id=job.project_id, ids=memory_ids)
     }
-    summaries = 0
+    summaries = described = 0
     for conversation_id in sorted(conversations):
+        written = 0
         while conversation_summarize(project_id=job.project_id, conversation_id=conversation_id):
-            summaries += 1
+            written += 1
+        summaries += written
+        described += conversation_describe(
+            project_id=job.project_id, conversation_id=conversation_id, refresh=bool(written)
+        )
     counts["summaries"] = summaries
+    counts["described"] = described
     return JobOutcome(
         counts=counts,
         summary=f"Processed {len(memory_ids)} message(s); {summaries} summary(ies) written",

@@ -4,6 +4,8 @@ from django.urls import path
 
 from memory.apis import (
     ChatApi,
+    ConversationDetailApi,
+    ConversationListApi,
     ConversationReferencesApi,
     DocumentConversationsApi,
     MemoryConsolidateApi,
@@ -16,6 +18,12 @@ from memory.apis import (
 
 urlpatterns = [
     path("projects/<str:project_id>/conversations:chat", ChatApi.as_view(), name="conversation-chat"),
+    path("projects/<str:project_id>/conversations", ConversationListApi.as_view(), name="conversations"),
+    path(
+        "projects/<str:project_id>/conversations/<str:conversation_id>",
+        ConversationDetailApi.as_view(),
+        name="conversation",
+    ),
     path(
         "projects/<str:project_id>/conversations/<str:conversation_id>/references",
         ConversationReferencesApi.as_view(),
