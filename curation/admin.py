@@ -446,6 +446,10 @@ _LINKS = {
     "entities": "entities",
     "related": "entities",
     "derived": None,
+    "references": "documents",
+    "conversations": "conversations",
+    "cites": "documents",
+    "cited_by": "documents",
 }
 
 
@@ -465,14 +469,25 @@ def _sections(kind: str, detail: dict[str, Any]) -> list[dict[str, Any]]:
                 {
                     "title": f"{name} ({len(rows)})",
                     "columns": columns,
-                    "rows": [[r.get(c) for c in columns] for r in rows],
-                    "ids": [r.get("id") for r in rows],
-                    "link_kind": _LINKS.get(name),
+                    "rows": [
+                        {
+                            "cells": [r.get(c) for c in columns],
+                            "url": _detail_url(_LINKS.get(name), r.get("id")),
+                        }
+                        for r in rows
+                    ],
                 }
             )
         elif value is not None:
             sections.append({"title": name, "props": {name: value}})
     return sections
+
+
+def _detail_url(kind: str | None, node_id: Any) -> str | None:
+    """The detail page of a neighbour that has one."""
+    if kind is None or not node_id:
+        return None
+    return reverse("admin:curation_graph_detail", args=[kind, str(node_id)])
 
 
 def _page_size() -> int:

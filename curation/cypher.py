@@ -37,7 +37,12 @@ CALL (c) {
   WITH DISTINCT d LIMIT 200
   RETURN collect(d {.id, .text, .valid_until, kind: labels(d)[0]}) AS derived
 }
-RETURN c {.*} AS conversation, summaries, reverse(messages) AS messages, derived
+CALL (c) {
+  MATCH (m:Memory {conversation_id: c.id})-[:REFERENCES]->(doc:Document)
+  WITH doc, count(m) AS messages ORDER BY messages DESC, doc.title LIMIT 200
+  RETURN collect(doc {.id, .title, .source_path, .author, messages: messages}) AS references
+}
+RETURN c {.*} AS conversation, summaries, reverse(messages) AS messages, derived, references
 """
 
 DOCUMENT_DETAIL = """
@@ -52,8 +57,27 @@ CALL (d) {
   WITH DISTINCT e LIMIT 200
   RETURN collect(e {.id, .name, .type}) AS entities
 }
+CALL (d) {
+  MATCH (m:Memory)-[:REFERENCES]->(d)
+  WITH m.conversation_id AS cid, count(m) AS messages, max(m.timestamp) AS last_referenced_at
+  MATCH (c:Conversation {id: cid}) WHERE c.project_id = d.project_id
+  WITH c, messages, last_referenced_at ORDER BY last_referenced_at DESC LIMIT 200
+  RETURN collect(c {.id, .title, .user_id, .accessibility, messages: messages,
+                    last_referenced_at: last_referenced_at}) AS conversations
+}
+CALL (d) {
+  OPTIONAL MATCH (d)-[r:REFERENCES]->(o:Document)
+  WITH o, r ORDER BY o.title LIMIT 200
+  RETURN collect(o {.id, .title, .source_path, type: coalesce(r.type, 'references')}) AS cites
+}
+CALL (d) {
+  OPTIONAL MATCH (o:Document)-[r:REFERENCES]->(d)
+  WITH o, r ORDER BY o.title LIMIT 200
+  RETURN collect(o {.id, .title, .source_path, type: coalesce(r.type, 'references')}) AS cited_by
+}
 RETURN d {.id, .project_id, .title, .source_path, .mime_type, .author, .status, .chunk_count,
-          .entity_count, .relation_count, created_at: toString(d.created_at)} AS document, chunks, entities
+          .entity_count, .relation_count, created_at: toString(d.created_at)} AS document, chunks, entities,
+       conversations, cites, cited_by
 """
 
 MEMORY_DETAIL = """

@@ -218,3 +218,30 @@ def test_project_privacy_defaults_and_policy_deletion_are_audited() -> None:
     client.post(f"/admin/curation/retentionpolicy/{policy.pk}/delete/", {"post": "yes"})
     assert not RetentionPolicy.objects.filter(pk=policy.pk).exists()
     assert AuditEntry.objects.filter(target_id=str(policy.pk), details__deleted=True).count() == 1
+
+
+def test_detail_pages_show_references_between_conversations_and_documents() -> None:
+    from knowledge.dto import DocumentInput
+    from tests.retrieval.helpers import ingest_now
+
+    t = make_tenant("admin-references")
+    client = t.client(t.write_key)
+    (cited,) = ingest_now(
+        t.project.id, [DocumentInput(title="Harbour crane manual", text="The crane lifts ten tonnes.")]
+    )
+    ingest_now(
+        t.project.id,
+        [DocumentInput(title="Crane incident report", text="The crane failed.", references=[cited])],
+    )
+    cid = store(
+        client, t.project.id, [user("How much does the crane lift?", references=[cited])], user_id="ana"
+    ).json()["conversation_id"]
+    curator = _staff("ref-curator", "curation.browse_graph")
+    conversation = curator.get(f"/admin/curation/graphcontent/conversations/{cid}/").content.decode()
+    assert "references (1)" in conversation and "Harbour crane manual" in conversation
+    assert f"/admin/curation/graphcontent/documents/{cited}/" in conversation
+    document = curator.get(f"/admin/curation/graphcontent/documents/{cited}/").content.decode()
+    assert (
+        "conversations (1)" in document and f"/admin/curation/graphcontent/conversations/{cid}/" in document
+    )
+    assert "cited_by (1)" in document and "Crane incident report" in document
