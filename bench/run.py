@@ -12,6 +12,7 @@ the spread of the runs; bench/results/README.md is the combined table.
     python bench/run.py --only agent_framework  # MAF context provider overhead vs bare httpx
     python bench/run.py --only curation # erasure of a heavy user, retention over 1M messages, admin pages
     python bench/run.py --only adversarial  # 80 KB / 1 MB adversarial vs normal text, text endpoints
+    python bench/run.py --only conversations  # chat turn, conversation-aware search, reference queries
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ sys.path[1:1] = [
 
 from bench import (  # noqa: E402
     adversarial,
+    conversations,
     curation,
     drift,
     ingestion,
@@ -51,6 +53,7 @@ RESULTS = REPO / "bench" / "results"
 BENCHMARKS = {
     "adversarial": adversarial,
     "agent_framework": maf_provider,
+    "conversations": conversations,
     "curation": curation,
     "drift": drift,
     "startup": startup,

@@ -153,3 +153,25 @@ def test_conversation_references_and_document_conversations_respect_users_and_pr
     assert client.get(f"/api/v1/projects/{pid}/documents/nope/conversations").status_code == 404
     assert client.get(f"/api/v1/projects/{pid}/documents/{ferry}/conversations?limit=0").status_code == 400
     assert client.get(f"/api/v1/projects/{pid}/documents/{ferry}/conversations?colour=red").status_code == 400
+
+
+def test_anonymising_keeps_the_references_and_erasing_a_user_keeps_the_documents() -> None:
+    from curation.services import conversation_anonymise_now, erasure_execute, erasure_request_create
+
+    tenant = make_tenant("ref-curation")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    tides, ferry = _docs(tenant)
+    cid = store(
+        client,
+        pid,
+        [user("I am Ana Silva, call me at +351 912 345 678 about the tides", references=[tides])],
+        user_id="ana",
+        thread_id="t1",
+    ).json()["conversation_id"]
+    conversation_anonymise_now(project_id=pid, conversation_id=cid, actor="test")
+    (edge,) = _edges(pid)
+    assert edge["id"] == tides and "912 345 678" not in edge["text"]
+    request = erasure_request_create(project_id=pid, user_id="ana", actor="test")
+    assert erasure_execute(request_id=str(request.pk)).status == "succeeded"
+    assert _edges(pid) == [] and count("Memory", pid) == 0
+    assert count("Document", pid) == 2

@@ -1,0 +1,215 @@
+"""Conversations as knowledge (issue 32): a chat turn, conversation-aware search and the reference
+queries, with 10,000 conversations in the project.
+
+Against the whole platform (`platform/run.py`, processing on store off so only what is measured uses
+the cores). Not measured: 200 passages of hotpotqa-100 ingested as documents, the second hundred each
+citing three of the first; one user ("reader") with 200 conversations of two messages stored through
+the API (real embeddings, each assistant message referencing two documents), and 9,800 conversations
+of four messages of 9,800 other users bulk-loaded with the memory app's own properties (random unit
+vectors): 10,000 conversations, about 39,600 messages.
+
+Measured over HTTP, one client, after a warm-up:
+1. Chat turn (`POST …/conversations:chat`, `rag`, `persist`, extractive: no LLM call, so the whole
+   time is the overhead besides the LLM): store the question, conversation-aware retrieval, answer,
+   store the reply with its references. Continues the reader's conversations in turn. Target p95
+   ≤ 150 ms; the plain hybrid search of the same questions in the same run is given for scale.
+2. Conversation-aware search (`POST …/search` with `conversation`, hybrid, top_k 5): target p95
+   ≤ 200 ms.
+3. Reference queries: a conversation's references, a document's references (both directions), its
+   citation graph (depth 2) and the conversations that referenced it: target p95 ≤ 50 ms each.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.curation import _step
+from bench.ingestion import _issue_key, load_corpus
+from bench.memory import _platform
+from bench.retrieval import _pct
+from bench.rows import row
+from bench.startup import PlatformRun
+
+DOCUMENTS = 200
+READER_CONVERSATIONS = 200
+OTHER_CONVERSATIONS = 9_800
+OTHER_MESSAGES = 4
+REQUESTS = 100
+WARM_UP = 10
+
+
+class _Client:
+    def __init__(self, platform: PlatformRun, admin: str) -> None:
+        self.http = httpx.Client(base_url=platform.base, timeout=600)
+        self.project = self.http.post(
+            "/api/v1/projects",
+            json={"name": "conversations bench"},
+            headers={"Authorization": f"Bearer {admin}"},
+        ).json()["id"]
+        self.http.headers["Authorization"] = f"Bearer {_issue_key(self.project, platform.cli_env())}"
+        self.base = f"/api/v1/projects/{self.project}"
+
+    def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        response = self.http.request(method, f"{self.base}/{path}", json=body, params=params)
+        if response.status_code not in (200, 201, 202):
+            raise RuntimeError(f"{method} {path} answered {response.status_code}: {response.text[:500]}")
+        return response.json()
+
+    def timed(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> float:
+        started = time.perf_counter()
+        self.call(method, path, body, params)
+        return (time.perf_counter() - started) * 1000
+
+    def wait(self, job_id: str, timeout: float = 1800) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            job = self.http.get(f"/api/v1/jobs/{job_id}").json()
+            if job["status"] == "failed":
+                raise RuntimeError(f"job {job_id} failed: {job.get('errors')}")
+            if job["status"] == "succeeded":
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"job {job_id} did not finish")
+
+
+def _documents(client: _Client) -> list[dict[str, Any]]:
+    docs = load_corpus()[:DOCUMENTS]
+    half = DOCUMENTS // 2
+    for i, doc in enumerate(docs[half:]):
+        doc["references"] = [docs[(i * 7 + k) % half]["source_path"] for k in range(3)]
+    for batch in (docs[:half], docs[half:]):
+        client.wait(client.call("POST", "documents", {"documents": batch})["job_id"])
+    listed = client.call("GET", "documents", params={"limit": 500})["items"]
+    by_path = {d["source_path"]: d["id"] for d in listed}
+    return [{**doc, "id": by_path[doc["source_path"]]} for doc in docs]
+
+
+def _reader(client: _Client, docs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The reader's conversations: a question about a document, and an answer that references it and
+    one it cites or is cited by. Returns (conversation id, a follow-up question)."""
+    out = []
+    for i in range(READER_CONVERSATIONS):
+        doc, other = docs[i % len(docs)], docs[(i * 13 + 5) % len(docs)]
+        sentence = doc["text"].split(". ")[1] if ". " in doc["text"] else doc["text"]
+        stored = client.call(
+            "POST",
+            "memories",
+            {
+                "messages": [
+                    {"role": "user", "text": f"What do you know about {doc['title']}?"},
+                    {"role": "assistant", "text": sentence[:400], "references": [doc["id"], other["id"]]},
+                ],
+                "scope": {"user_id": "reader", "thread_id": f"reader-{i}"},
+            },
+        )
+        out.append((stored["conversation_id"], f"Tell me more about {other['title']} and {doc['title']}."))
+    return out
+
+
+def _p(values: list[float]) -> dict[str, float]:
+    return {"p50": round(_pct(values, 50), 2), "p95": round(_pct(values, 95), 2), "n": len(values)}
+
+
+def _measure(
+    client: _Client, conversations: list[tuple[str, str]], docs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    def turn(i: int) -> float:
+        cid, question = conversations[i % len(conversations)]
+        body = {"message": question, "user_id": "reader", "conversation_id": cid, "mode": "extractive"}
+        return client.timed("POST", "conversations:chat", body)
+
+    def aware(i: int) -> float:
+        cid, question = conversations[(i * 3 + 1) % len(conversations)]
+        conversation = {"conversation_id": cid, "user_id": "reader"}
+        return client.timed("POST", "search", {"query": question, "top_k": 5, "conversation": conversation})
+
+    def plain(i: int) -> float:
+        _cid, question = conversations[(i * 3 + 1) % len(conversations)]
+        return client.timed("POST", "search", {"query": question, "top_k": 5})
+
+    def doc(i: int) -> str:
+        return str(docs[(i * 11) % len(docs)]["id"])
+
+    queries = {
+        "chat_turn": turn,
+        "conversation_search": aware,
+        "plain_search": plain,
+        "conversation_references": lambda i: client.timed(
+            "GET", f"conversations/{conversations[i % len(conversations)][0]}/references"
+        ),
+        "document_references": lambda i: client.timed("GET", f"documents/{doc(i)}/references"),
+        "citation_graph": lambda i: client.timed(
+            "GET", f"documents/{doc(i)}/citation-graph", params={"depth": 2}
+        ),
+        "document_conversations": lambda i: client.timed("GET", f"documents/{doc(i)}/conversations"),
+    }
+    out = {}
+    for name, query in queries.items():
+        for i in range(WARM_UP):
+            query(REQUESTS + i)
+        out[name] = _p([query(i) for i in range(REQUESTS)])
+        print(f"  {name}: {out[name]}", flush=True)
+    return out
+
+
+def run() -> dict[str, Any]:
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="kp-bench-conversations-"))
+    figures: dict[str, Any] = {}
+    try:
+        with _platform(tmp, "conversations", MEMORY_PROCESS_ON_STORE="false") as (platform, admin):
+            client = _Client(platform, admin)
+            docs = _documents(client)
+            conversations = _reader(client, docs)
+            loaded, _peak, _took = _step(
+                platform,
+                "load_users",
+                project_id=client.project,
+                users=OTHER_CONVERSATIONS,
+                per_user=OTHER_MESSAGES,
+                prefix="other",
+            )
+            counted = client.call("GET", "conversations", params={"limit": 1})["total"]
+            figures["setup"] = {"documents": len(docs), "conversations": counted, "bulk": loaded}
+            print(f"  setup: {figures['setup']}", flush=True)
+            figures["latency_ms"] = _measure(client, conversations, docs)
+            client.http.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    figures["wall_s"] = round(time.perf_counter() - started, 1)
+    return {"rows": _rows(figures), "figures": figures}
+
+
+def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
+    lat, n = f["latency_ms"], f["setup"]["conversations"]
+    plain = ("plain hybrid search of the same questions, p95", lat["plain_search"]["p95"])
+    rows = [
+        row(
+            f"chat turn overhead besides the LLM (extractive, rag, persist), p95, {n:,} conversations",
+            lat["chat_turn"]["p95"],
+            "ms",
+            target=("<=", 150),
+            context=plain,
+        ),
+        row(
+            f"conversation-aware search (hybrid, top_k 5), p95, {n:,} conversations",
+            lat["conversation_search"]["p95"],
+            "ms",
+            target=("<=", 200),
+            context=plain,
+        ),
+    ]
+    names = {
+        "conversation_references": "a conversation's referenced documents",
+        "document_references": "a document's references, both directions",
+        "citation_graph": "citation graph, depth 2",
+        "document_conversations": "conversations that referenced a document",
+    }
+    rows += [row(f"{label}, p95", lat[key]["p95"], "ms", target=("<=", 50)) for key, label in names.items()]
+    return rows
