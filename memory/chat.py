@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from core import graph
+from core.embeddings import get_embedder
 from core.errors import DependencyUnavailable, InvalidInput, PayloadTooLarge
 from core.llm.client import chat, llm_configured
 from knowledge.selectors import documents_brief
@@ -137,10 +138,16 @@ def _history(project_id: str, conversation_id: str | None, exclude: str | None) 
 
 
 def _retrieve(
-    project_id: str, turn: ChatTurnInput, conversation_id: str | None, message_id: str | None
+    project_id: str,
+    turn: ChatTurnInput,
+    conversation_id: str | None,
+    message_id: str | None,
+    vector: list[float],
 ) -> list[SearchItem]:
     if conversation_id is None:
-        found = search_run(project_id=project_id, query=turn.message, mode=turn.search_mode, top_k=turn.top_k)
+        found = search_run(
+            project_id=project_id, query=turn.message, mode=turn.search_mode, top_k=turn.top_k, vector=vector
+        )
         return found.items
     return conversation_search(
         project_id=project_id,
@@ -151,6 +158,7 @@ def _retrieve(
         conversation=ConversationQuery(conversation_id=conversation_id, user_id=turn.user_id),
         include_context=False,
         exclude_memory_ids=(message_id,) if message_id else (),
+        vector=vector,
     ).items
 
 
@@ -247,17 +255,17 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
     clock = _Clock()
     scope = _scope(project_id, turn)
     conversation_id, message_id = turn.conversation_id, None
+    vector = get_embedder().embed_one(turn.message)  # once: stored with the question, and searched with
     if turn.persist:
-        stored = memories_store(
-            project_id=project_id, scope=scope, messages=[MessageInput("user", turn.message)]
-        )
+        question = MessageInput("user", turn.message, embedding=vector)
+        stored = memories_store(project_id=project_id, scope=scope, messages=[question])
         conversation_id, message_id = stored.conversation_id, stored.stored[0]["id"]
         progress.phase("message_stored", "Stored your message", pct=15)
     clock("store_message")
     context = _history(project_id, conversation_id, message_id)
     if turn.rag:
         progress.phase("retrieving", "Searching documents and past conversations", pct=30)
-        context.items = _retrieve(project_id, turn, conversation_id, message_id)
+        context.items = _retrieve(project_id, turn, conversation_id, message_id, vector)
     references = _references(project_id, context.items, turn.top_k)
     clock("retrieve")
     progress.phase("answering", f"Answering from {len(references)} documents", pct=60)

@@ -12,12 +12,14 @@ Fused by reciprocal rank (RETRIEVAL_RRF_K); an item several sources found keeps 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
 from core import graph
+from core.embeddings import get_embedder
 from memory import cypher
 from memory.conversations import conversation_brief
 from memory.scope import Scope
@@ -26,6 +28,10 @@ from retrieval import fusion
 from retrieval.conversation import ConversationQuery
 from retrieval.dto import Candidate, SearchFilters, SearchItem, SearchResult
 from retrieval.services import context_format, search_run
+
+# Neo4j reads beside the document search (no SQL on these threads: they would not see the request's
+# transaction)
+_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="conversation-search")
 
 
 @dataclass(frozen=True)
@@ -100,10 +106,13 @@ def _fused(lists: list[tuple[str, list[SearchItem]]]) -> list[SearchItem]:
     return out
 
 
-def _past(project_id: str, query: str, conversation: ConversationQuery, limits: _Limits) -> list[SearchItem]:
+def _past(
+    project_id: str, query: str, vector: list[float], conversation: ConversationQuery, limits: _Limits
+) -> list[SearchItem]:
     if not limits.past:
         return []
-    search = MessageSearch(project_id=project_id, scope=Scope(user_id=conversation.user_id), query=query)
+    scope = Scope(user_id=conversation.user_id)
+    search = MessageSearch(project_id=project_id, scope=scope, query=query, vector=vector)
     hits = search.vector_memories(
         limits.past, where=cypher.PAST_MESSAGES_WHERE, current_conversation=conversation.conversation_id
     )
@@ -113,9 +122,10 @@ def _past(project_id: str, query: str, conversation: ConversationQuery, limits: 
 
 
 def _referenced(
-    project_id: str, query: str, mode: str, past: list[SearchItem], limit: int
+    project_id: str, query: str, vector: list[float], past: list[SearchItem], limit: int
 ) -> list[SearchItem]:
-    """The chunks, best for the query, of the documents the past messages referenced."""
+    """The chunks nearest the query (by vector: a handful of documents, scanned exactly) of the
+    documents the past messages referenced."""
     if not past or not limit:
         return []
     ids = [item.memory_id for item in past]
@@ -125,9 +135,10 @@ def _referenced(
     found = search_run(
         project_id=project_id,
         query=query,
-        mode=mode,
+        mode="vector",
         top_k=limit,
         filters=SearchFilters(document_ids=sorted(r["id"] for r in rows)),
+        vector=vector,
     ).items
     for item in found:
         item.source = "referenced_document"
@@ -158,10 +169,14 @@ def conversation_search(
     conversation: ConversationQuery,
     include_context: bool,
     exclude_memory_ids: tuple[str, ...] = (),
+    vector: list[float] | None = None,
 ) -> SearchResult:
     """Search the project's documents and the user's conversations for `query`, in the context of
     one conversation of that user (404 when it is not the user's, or not in the project).
-    `exclude_memory_ids` keeps messages out of the recent context (a chat turn's own question)."""
+    `exclude_memory_ids` keeps messages out of the recent context (a chat turn's own question);
+    `vector` is the query's embedding when the caller has it (computed once here otherwise). The
+    past-message and recent-message reads (Neo4j only) run on worker threads beside the document
+    search."""
     started = time.perf_counter()
     conversation_brief(
         project_id=project_id, conversation_id=conversation.conversation_id, user_id=conversation.user_id
@@ -175,14 +190,20 @@ def conversation_search(
         now = time.perf_counter()
         timings[name], lap = round((now - lap) * 1000, 2), now
 
-    documents = search_run(project_id=project_id, query=query, mode=mode, top_k=top_k, filters=filters)
+    vector = vector if vector is not None else get_embedder().embed_one(query)
+    timed("embedding")
+    past_future = _pool.submit(_past, project_id, query, vector, conversation, limits)
+    recent_future = _pool.submit(
+        _recent, project_id, conversation.conversation_id, exclude_memory_ids, limits.recent
+    )
+    documents = search_run(
+        project_id=project_id, query=query, mode=mode, top_k=top_k, filters=filters, vector=vector
+    )
     timed("documents")
-    past = _past(project_id, query, conversation, limits)
-    timed("past_conversations")
-    referenced = _referenced(project_id, query, mode, past, limits.referenced)
+    past, recent = past_future.result(), recent_future.result()
+    timed("conversations")
+    referenced = _referenced(project_id, query, vector, past, limits.referenced)
     timed("referenced_documents")
-    recent = _recent(project_id, conversation.conversation_id, exclude_memory_ids, limits.recent)
-    timed("recent_conversation")
     sources = [
         ("document", documents.items),
         ("past_conversation", past),

@@ -36,12 +36,14 @@ _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-search")
 class MessageSearch:
     """One search: the query, its vector (computed once, when needed) and per-stage timings."""
 
-    def __init__(self, *, project_id: str, scope: Scope, query: str) -> None:
+    def __init__(
+        self, *, project_id: str, scope: Scope, query: str, vector: list[float] | None = None
+    ) -> None:
         self.project_id = project_id
         self.scope = scope
         self.query = query
         self.timings_ms: dict[str, float] = {}
-        self._vector: list[float] | None = None
+        self._vector = vector  # the query's embedding, when the caller has it already
 
     def vector(self) -> list[float]:
         if self._vector is None:

@@ -127,9 +127,11 @@ def search_run(
     include_context: bool = False,
     feedback: bool | None = None,
     debug: bool = False,
+    vector: list[float] | None = None,
 ) -> SearchResult:
     """`feedback` turns hybrid's feedback round on or off for this search (None: the setting);
-    `debug` returns what graph mode linked and seeded."""
+    `debug` returns what graph mode linked and seeded; `vector` is the query's embedding when the
+    caller has it already (computed here otherwise, and only if a retriever needs it)."""
     started = time.perf_counter()
     if mode not in RETRIEVERS:
         raise InvalidInput(f"unknown mode {mode!r}", details={"field": "mode", "modes": sorted(RETRIEVERS)})
@@ -137,7 +139,7 @@ def search_run(
     if mode != "fulltext":
         project_embedder_check(project=Project.objects.get(pk=project_id))
     ensure_schema()
-    q = Query(text=query, embed=get_embedder().embed_one)
+    q = Query(text=query, embed=get_embedder().embed_one, _vector=vector)
     scope = _scope(project_id, filters or SearchFilters())
     ranked: list[Candidate] = []
     if scope is not None:
