@@ -119,10 +119,16 @@ def _p(values: list[float]) -> dict[str, float]:
 def _measure(
     client: _Client, conversations: list[tuple[str, str]], docs: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    stages: dict[str, list[float]] = {}
+
     def turn(i: int) -> float:
         cid, question = conversations[i % len(conversations)]
         body = {"message": question, "user_id": "reader", "conversation_id": cid, "mode": "extractive"}
-        return client.timed("POST", "conversations:chat", body)
+        started = time.perf_counter()
+        answer = client.call("POST", "conversations:chat", body)
+        for stage, ms in answer["timings_ms"].items():
+            stages.setdefault(stage, []).append(ms)
+        return (time.perf_counter() - started) * 1000
 
     def aware(i: int) -> float:
         cid, question = conversations[(i * 3 + 1) % len(conversations)]
@@ -153,8 +159,12 @@ def _measure(
     for name, query in queries.items():
         for i in range(WARM_UP):
             query(REQUESTS + i)
+        stages.clear()
         out[name] = _p([query(i) for i in range(REQUESTS)])
         print(f"  {name}: {out[name]}", flush=True)
+        if stages:  # the chat turns' own stage timings (server side), medians
+            out[f"{name}_stages_p50"] = {stage: round(_pct(ms, 50), 2) for stage, ms in stages.items()}
+            print(f"  {name} stages: {out[f'{name}_stages_p50']}", flush=True)
     return out
 
 

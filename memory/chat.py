@@ -256,6 +256,7 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
     scope = _scope(project_id, turn)
     conversation_id, message_id = turn.conversation_id, None
     vector = get_embedder().embed_one(turn.message)  # once: stored with the question, and searched with
+    clock("embed_question")
     if turn.persist:
         question = MessageInput("user", turn.message, embedding=vector)
         stored = memories_store(project_id=project_id, scope=scope, messages=[question])
@@ -263,6 +264,7 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
         progress.phase("message_stored", "Stored your message", pct=15)
     clock("store_message")
     context = _history(project_id, conversation_id, message_id)
+    clock("history")
     if turn.rag:
         progress.phase("retrieving", "Searching documents and past conversations", pct=30)
         context.items = _retrieve(project_id, turn, conversation_id, message_id, vector)

@@ -193,7 +193,8 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
     if not keep:
         return StoreResult(conversation_id=None, stored=[], skipped=skipped, job_id=None)
     references = _references(project_id, keep)
-    broker_ensure()  # the processing job is queued after the write
+    if settings.MEMORY_PROCESS_ON_STORE:
+        broker_ensure()  # the processing job is queued after the write
     if project.redact_pii_at_ingest:
         keep = _redacted(keep, supplied)
 
