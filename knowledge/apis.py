@@ -291,6 +291,11 @@ class ReferenceSerializer(serializers.Serializer):
     created_at = serializers.CharField(allow_null=True)
 
 
+class ReferenceListSerializer(serializers.Serializer):
+    document_id = serializers.CharField()
+    items = ReferenceSerializer(many=True)
+
+
 class ReferenceAddSerializer(StrictSerializer):
     to_document_id = serializers.CharField(max_length=200)
     type = serializers.CharField(max_length=40, required=False, allow_null=True)
@@ -306,7 +311,7 @@ class DocumentReferencesApi(ProjectApi):
         limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
         offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
-    @extend_schema(parameters=[QuerySerializer], responses={200: ReferenceSerializer(many=True)})
+    @extend_schema(parameters=[QuerySerializer], responses={200: ReferenceListSerializer})
     def get(self, request: Request, project_id: str, document_id: str) -> Response:
         params = self.QuerySerializer(data=request.query_params.dict())
         params.is_valid(raise_exception=True)

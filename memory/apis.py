@@ -418,7 +418,9 @@ class ChatApi(ProjectApi):
 class ConversationListApi(ProjectApi):
     """GET /projects/{pid}/conversations?user_id=… — conversations, the most recently active first."""
 
-    @extend_schema(parameters=[ConversationReadSerializer], responses={200: dict})
+    @extend_schema(
+        operation_id="conversations_list", parameters=[ConversationReadSerializer], responses={200: dict}
+    )
     def get(self, request: Request, project_id: str) -> Response:
         params = _valid(ConversationReadSerializer, request.query_params.dict())
         items, total = conversations.conversations_list(

@@ -289,7 +289,9 @@ CALL (m, c) {
   DETACH DELETE s
   RETURN min(first) AS reopened, count(*) AS summaries
 }
+// the title is drawn from the opening messages (memory.extraction.describe): it goes with one of them
 SET c.message_count = c.message_count - 1,
+    c.title = CASE WHEN m.seq <= coalesce(c.described_seq, 0) THEN null ELSE c.title END,
     c.summarized_seq = CASE WHEN reopened IS NULL THEN c.summarized_seq
                             WHEN c.summarized_seq < reopened - 1 THEN c.summarized_seq
                             ELSE reopened - 1 END,
@@ -662,7 +664,8 @@ MATCH (m)-[:PART_OF]->(c:Conversation)
 WITH c, collect(m) AS ms
 SET c._lock = true
 SET c.message_count = c.message_count - size(ms),
-    c.last_memory_id = CASE WHEN c.last_memory_id IN [m IN ms | m.id] THEN null ELSE c.last_memory_id END
+    c.last_memory_id = CASE WHEN c.last_memory_id IN [m IN ms | m.id] THEN null ELSE c.last_memory_id END,
+    c.title = CASE WHEN any(m IN ms WHERE m.seq <= coalesce(c.described_seq, 0)) THEN null ELSE c.title END
 FOREACH (m IN ms | DETACH DELETE m)
 REMOVE c._lock
 RETURN sum(size(ms)) AS deleted
@@ -679,6 +682,10 @@ SET m.text = row.text, m.author_name = row.author_name, m.embedding = row.embedd
 WITH m
 OPTIONAL MATCH (m)-[r:MENTIONS]->()
 DELETE r
+WITH DISTINCT m
+// the conversation's title may quote the original words (it is derived again from the new text)
+OPTIONAL MATCH (m)-[:PART_OF]->(c:Conversation)
+FOREACH (_ IN CASE WHEN c IS NULL THEN [] ELSE [1] END | SET c.title = null)
 RETURN count(DISTINCT m) AS anonymised
 """
 

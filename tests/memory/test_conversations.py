@@ -85,6 +85,12 @@ def test_title_sentiment_topics_and_messages_with_mentions(settings) -> None:  #
         f"/api/v1/projects/{pid}/conversations/{body['conversation_id']}?limit=1&offset=1"
     ).json()
     assert [m["text"] for m in page["messages"]] == ["Glad you enjoyed Lisbon."]
+    # the title quotes the first message: deleting it takes the title too
+    deleted = client.delete(f"/api/v1/projects/{pid}/memories/{detail['messages'][0]['id']}")
+    assert deleted.status_code in (200, 204)
+    assert (
+        client.get(f"/api/v1/projects/{pid}/conversations/{body['conversation_id']}").json()["title"] is None
+    )
 
 
 def test_listing_and_detail_respect_users_privacy_and_projects(settings) -> None:  # type: ignore[no-untyped-def]

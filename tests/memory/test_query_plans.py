@@ -27,8 +27,9 @@ LISTS = {
     "conversation_ids",
     "vector",
     "embedding",
+    "exclude",
 }
-INTS = {"limit", "batch", "fetch", "first_seq", "last_seq", "summarized_seq", "tokens"}
+INTS = {"limit", "offset", "batch", "fetch", "first_seq", "last_seq", "summarized_seq", "tokens"}
 BOOLS = {"force_anonymise", "only_plain", "set_retention", "set_expires"}
 
 
