@@ -21,7 +21,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from core import graph
 from core.embeddings import get_embedder
-from core.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.errors import DependencyUnavailable, InvalidInput, NotFound, PayloadTooLarge
 from core.graph.schema import ensure_schema
 from core.jobs import broker_ensure, job_submit
 from core.jobs.tasks import JobOutcome
@@ -592,7 +592,8 @@ def conversation_describe(*, project_id: str, conversation_id: str, refresh: boo
     messages = [extraction.Message(r["id"], r["role"], r["text"], r["timestamp"]) for r in rows]
     try:
         title, sentiment, mode = extraction.describe(messages)
-    except LLMInvalidOutput:
+    except (LLMInvalidOutput, DependencyUnavailable) as exc:  # a title is not worth failing the job
+        logger.warning("conversation %s described without the LLM: %s", conversation_id, exc)
         title, sentiment, mode = extraction.describe_extractive(messages)
     written = graph.write(
         cypher.CONVERSATION_DESCRIBE,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from core import graph
+from memory.extraction import DESCRIBE_PROMPT
 from tests.conftest import Tenant, make_tenant, start_worker, stop_worker, worker_env
 from tests.knowledge.helpers import graph_counts, post_document, wait_job
 from tests.memory.helpers import count, store, user
@@ -111,6 +112,8 @@ def test_memory_processing_retries_then_derives_facts_from_the_llm(
     client, pid = tenant.client(tenant.write_key), tenant.project.id
 
     def derive(body: dict[str, Any]) -> Step:
+        if body["messages"][0]["content"] == DESCRIBE_PROMPT:  # the conversation's title and sentiment
+            return Step(content=json.dumps({"title": "Living in Lisbon", "sentiment": "neutral"}))
         listing = body["messages"][-1]["content"]
         message_id = listing[1 : listing.index("]")]
         fact = {
@@ -128,9 +131,13 @@ def test_memory_processing_retries_then_derives_facts_from_the_llm(
     assert stored.status_code == 201, stored.json()
     job = wait_job(stored.json()["job_id"])
     assert job.status == "succeeded", job.errors
-    assert len(_chat_requests(fake_openai)) == 3
+    assert len(_chat_requests(fake_openai)) == 4  # 429, 502, the facts, the title
     facts = graph.read("MATCH (f:Fact {project_id: $p}) RETURN f.object AS o, f.mode AS m", p=pid)
     assert facts == [{"o": "Lisbon", "m": "llm"}]
+    titles = graph.read(
+        "MATCH (c:Conversation {project_id: $p}) RETURN c.title AS t, c.sentiment AS s", p=pid
+    )
+    assert titles == [{"t": "Living in Lisbon", "s": "neutral"}]
 
 
 def test_memory_processing_with_the_llm_down_fails_the_job_and_keeps_the_messages(
