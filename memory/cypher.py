@@ -84,7 +84,7 @@ RETURN options.indexConfig AS config
 
 # One conversation per scope. Setting `_lock` first makes concurrent stores to one conversation
 # queue up, so `seq` and the NEXT chain stay in order; what is read after the lock is current.
-STORE = """
+_STORE = """
 MERGE (c:Conversation {project_id: $project_id, key: $conversation_key})
   ON CREATE SET c.id = $conversation_id, c.application_id = $application_id, c.agent_id = $agent_id,
                 c.user_id = $user_id, c.thread_id = $thread_id, c.scope_tokens = $scope_tokens,
@@ -106,14 +106,7 @@ CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row
 WITH c, base, previous, m, row
 CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
 CREATE (m)-[:PART_OF]->(c)
-// the documents and chunks the message references, resolved to element ids by knowledge.selectors
-WITH c, base, previous, m, row
-CALL (m, row) {
-  UNWIND row.refs AS ref
-  MATCH (t) WHERE elementId(t) = ref AND t.project_id = $project_id
-  MERGE (m)-[:REFERENCES]->(t)
-}
-WITH c, base, previous, collect(m) AS ms
+{references}WITH c, base, previous, collect(m) AS ms
 CALL (previous, ms) {
   OPTIONAL MATCH (p:Memory {id: previous})
   WHERE p.project_id = $project_id
@@ -133,6 +126,21 @@ REMOVE c._lock
 RETURN c.id AS conversation_id, [m IN ms | {id: m.id, seq: m.seq}] AS stored,
        c.last_seq - coalesce(c.summarized_seq, 0) AS pending_messages, c.pending_tokens AS pending_tokens
 """
+
+# the documents and chunks each message references, resolved to element ids by knowledge.selectors
+_STORE_REFERENCES = """
+WITH c, base, previous, m, row
+CALL (m, row) {
+  UNWIND row.refs AS ref
+  MATCH (t) WHERE elementId(t) = ref AND t.project_id = $project_id
+  MERGE (m)-[:REFERENCES]->(t)
+}
+"""
+# A batch without references runs without the per-message subquery, which slows a large store
+# measurably even when every list is empty (bench/results/memory.json, client embeddings).
+STORE = _STORE.replace("{references}", "")
+STORE_WITH_REFERENCES = _STORE.replace("{references}", _STORE_REFERENCES.lstrip("\n"))
+
 
 # --- search ----------------------------------------------------------------------------------------
 

@@ -277,7 +277,7 @@ def _store_rows(
     project_id: str, scope: Scope, project: Project, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
     return graph.write(
-        cypher.STORE,
+        cypher.STORE_WITH_REFERENCES if any(row["refs"] for row in rows) else cypher.STORE,
         project_id=project_id,
         conversation_key=conversation_key(scope),
         conversation_id=str(uuid.uuid4()),
