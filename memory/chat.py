@@ -22,10 +22,11 @@ from memory.conversation_search import conversation_search
 from memory.conversations import conversation_brief
 from memory.dto import MessageInput
 from memory.scope import Scope, validate_value
+from memory.selectors import messages_hydrated
 from memory.services import memories_store
 from retrieval.conversation import ConversationQuery
 from retrieval.drift.progress import Reporter
-from retrieval.dto import SearchFilters, SearchItem
+from retrieval.dto import Candidate, SearchFilters, SearchItem
 from retrieval.sentences import sentences, terms
 from retrieval.services import search_run
 
@@ -131,8 +132,8 @@ def _history(project_id: str, conversation_id: str | None, exclude: str | None) 
         exclude=[exclude] if exclude else [],
         limit=settings.CHAT_HISTORY_MESSAGES,
     )
-    history = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=[r["id"] for r in rows])
-    messages = sorted((r["memory"] for r in history), key=lambda m: m["seq"])
+    hydrated = messages_hydrated(project_id=project_id, hits=[Candidate(r["id"], 0.0) for r in rows])
+    messages = sorted((row for _hit, row in hydrated), key=lambda m: m["seq"])
     summary = graph.read(cypher.CONVERSATION_SUMMARY_TEXT, project_id=project_id, id=conversation_id)
     return _Context(items=[], summary=summary[0]["summary"] if summary else None, history=messages)
 

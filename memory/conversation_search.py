@@ -23,7 +23,7 @@ from core.embeddings import get_embedder
 from memory import cypher
 from memory.conversations import conversation_brief
 from memory.scope import Scope
-from memory.selectors import MessageSearch
+from memory.selectors import MessageSearch, messages_hydrated
 from retrieval import fusion
 from retrieval.conversation import ConversationQuery
 from retrieval.dto import Candidate, SearchFilters, SearchItem, SearchResult
@@ -55,15 +55,8 @@ def _limits(conversation: ConversationQuery) -> _Limits:
 
 
 def _message_items(project_id: str, hits: list[Candidate], source: str) -> list[SearchItem]:
-    if not hits:
-        return []
-    rows = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=[h.chunk_id for h in hits])
-    by_id = {r["memory"]["id"]: r["memory"] for r in rows}
     items = []
-    for hit in hits:
-        row = by_id.get(hit.chunk_id)
-        if row is None:
-            continue
+    for hit, row in messages_hydrated(project_id=project_id, hits=hits):
         metadata = {k: row[k] for k in ("role", "timestamp", "seq", "author_name") if row.get(k) is not None}
         items.append(
             SearchItem(

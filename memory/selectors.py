@@ -201,16 +201,18 @@ def _owner_scope(scope: Scope) -> Scope:
     return Scope(application_id=scope.application_id, agent_id=scope.agent_id, user_id=scope.user_id)
 
 
-def _memory_items(project_id: str, hits: Hits) -> list[MemoryItem]:
+def messages_hydrated(*, project_id: str, hits: Hits) -> list[tuple[Candidate, dict[str, Any]]]:
+    """Each hit with its message's properties, in the hits' order; hits whose message is gone are left out."""
     if not hits:
         return []
     rows = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=[h.chunk_id for h in hits])
     by_id = {r["memory"]["id"]: r["memory"] for r in rows}
+    return [(hit, by_id[hit.chunk_id]) for hit in hits if hit.chunk_id in by_id]
+
+
+def _memory_items(project_id: str, hits: Hits) -> list[MemoryItem]:
     items = []
-    for hit in hits:
-        row = by_id.get(hit.chunk_id)
-        if row is None:
-            continue
+    for hit, row in messages_hydrated(project_id=project_id, hits=hits):
         items.append(
             MemoryItem(
                 id=row["id"],
