@@ -340,10 +340,12 @@ RETRIEVAL_HYBRID_CANDIDATES = env.int("RETRIEVAL_HYBRID_CANDIDATES", default=30)
 # one round of pseudo-relevance feedback from hybrid's best hit (retrieval.retrievers.HybridRetriever)
 RETRIEVAL_HYBRID_FEEDBACK = env.bool("RETRIEVAL_HYBRID_FEEDBACK", default=True)
 # Graph mode (retrieval/passage_graph.py): PageRank damping, hybrid's best chunks seeded and their
-# weight beside a title the query names (1.0), and how many projects' graphs a process keeps
+# weight beside a title the query names (1.0), the share of a named page's walk that goes back to the
+# chunks naming it, and how many projects' graphs a process keeps
 RETRIEVAL_GRAPH_DAMPING = env.float("RETRIEVAL_GRAPH_DAMPING", default=0.5)
 RETRIEVAL_GRAPH_SEED_TOP = env.int("RETRIEVAL_GRAPH_SEED_TOP", default=10)
 RETRIEVAL_GRAPH_PASSAGE_WEIGHT = env.float("RETRIEVAL_GRAPH_PASSAGE_WEIGHT", default=0.15)
+RETRIEVAL_GRAPH_BACKWARD_WEIGHT = env.float("RETRIEVAL_GRAPH_BACKWARD_WEIGHT", default=0.5)
 RETRIEVAL_GRAPH_CACHE_PROJECTS = env.int("RETRIEVAL_GRAPH_CACHE_PROJECTS", default=16)
 # Lucene analyzer of each project's chunk fulltext index (a name from
 # db.index.fulltext.listAvailableAnalyzers); changing it takes `manage.py reindex_chunks`

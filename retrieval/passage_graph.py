@@ -4,9 +4,15 @@ The graph has a vertex per chunk. A chunk that names another document's title (a
 `(:Chunk)-[:NAMES]->(:Document)` link, made at ingestion by knowledge/title_links.py) has edges to
 that document's first ENTRY_CHUNKS chunks. How much of a chunk's walk goes along a link is the named
 document's specificity, 1 / n for a document named by n chunks (HippoRAG 2's node specificity): a
-document that half the chunks name (a hub) takes almost nothing of any chunk's walk. What a chunk's
-links do not take goes to a sink vertex without edges, from which the walk restarts at the seeds, as
-it does with probability 1 - damping at every step.
+document that half the chunks name (a hub) takes almost nothing of any chunk's walk.
+
+A link is also walked back, as HippoRAG 2 walks its passage-entity edges both ways: a named
+document's opening chunks lead to the chunks that name it, RETRIEVAL_GRAPH_BACKWARD_WEIGHT of their
+walk split evenly among those chunks (so a hub's page spreads its walk thinly). A question that names
+a person then reaches the album page that names that person, not only the pages the person's own page
+names. Where a chunk's edges would take more than all of its walk, they are scaled down together;
+what they do not take goes to a sink vertex without edges, from which the walk restarts at the seeds,
+as it does with probability 1 - damping at every step.
 
 A query seeds the walk with the chunks of the documents whose titles it names and with hybrid's
 best chunks (`seeds`); igraph's PRPACK solves the PageRank exactly.
@@ -107,22 +113,7 @@ def build(project_id: str, version: int) -> PassageGraph:
     total = len(chunk_ids)
     specificity = 1.0 / np.maximum(named_by, 1.0)
 
-    sink = total
-    edges: list[tuple[int, int]] = []
-    weights: list[float] = []
-    for chunk, documents_named in names.items():
-        share = sum(float(specificity[d]) for d in documents_named)
-        scale = 1.0 / max(share, 1.0)
-        for document in documents_named:
-            entries = document_chunks[document][:ENTRY_CHUNKS]
-            for target in entries:
-                edges.append((chunk, target))
-                weights.append(float(specificity[document]) * scale / len(entries))
-        if share < 1.0:
-            edges.append((chunk, sink))
-            weights.append(1.0 - share)
-    walk = igraph.Graph(n=total + 1, edges=edges, directed=True)
-    walk.es["weight"] = weights
+    walk = _walk(names, document_chunks, specificity, total, settings.RETRIEVAL_GRAPH_BACKWARD_WEIGHT)
     return PassageGraph(
         version=version,
         chunk_ids=chunk_ids,
@@ -136,6 +127,51 @@ def build(project_id: str, version: int) -> PassageGraph:
         links=sum(len(d) for d in names.values()),
         build_ms=(time.perf_counter() - started) * 1000,
     )
+
+
+def _walk(
+    names: dict[int, set[int]],
+    document_chunks: list[list[int]],
+    specificity: np.ndarray,
+    total: int,
+    backward: float,
+) -> igraph.Graph:
+    """The weighted walk over chunk rows 0..total-1 and the sink (row `total`): each link forward
+    to the named document's opening chunks at its specificity, and back from those chunks to the
+    chunk that names it at `backward` / (chunks naming that document)."""
+    out: dict[int, dict[int, float]] = {}  # chunk row -> target row -> weight
+    namers: dict[int, list[int]] = {}  # document row -> chunk rows that name it
+    for chunk, documents_named in names.items():
+        share = sum(float(specificity[d]) for d in documents_named)
+        scale = 1.0 / max(share, 1.0)
+        targets = out.setdefault(chunk, {})
+        for document in documents_named:
+            namers.setdefault(document, []).append(chunk)
+            entries = document_chunks[document][:ENTRY_CHUNKS]
+            weight = float(specificity[document]) * scale / len(entries)
+            for target in entries:
+                targets[target] = targets.get(target, 0.0) + weight
+    if backward > 0:
+        for document, chunks in namers.items():
+            for entry in document_chunks[document][:ENTRY_CHUNKS]:
+                targets = out.setdefault(entry, {})
+                for chunk in chunks:
+                    targets[chunk] = targets.get(chunk, 0.0) + backward / len(chunks)
+    sink = total
+    edges: list[tuple[int, int]] = []
+    weights: list[float] = []
+    for chunk, targets in out.items():
+        taken = sum(targets.values())
+        scale = 1.0 / max(taken, 1.0)
+        for target, weight in targets.items():
+            edges.append((chunk, target))
+            weights.append(weight * scale)
+        if taken < 1.0:
+            edges.append((chunk, sink))
+            weights.append(1.0 - taken)
+    walk = igraph.Graph(n=total + 1, edges=edges, directed=True)
+    walk.es["weight"] = weights
+    return walk
 
 
 # --- the cache -------------------------------------------------------------------------------------

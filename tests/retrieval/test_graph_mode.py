@@ -10,6 +10,7 @@ from django.db import connection
 
 from knowledge.dto import DocumentInput
 from knowledge.services import document_delete
+from retrieval import passage_graph
 from tests.conftest import Tenant, make_tenant
 from tests.retrieval.helpers import ingest_now, search
 
@@ -155,6 +156,40 @@ def test_a_hub_named_by_half_the_chunks_does_not_rise_to_the_top() -> None:
     ranked = _ranked(tenant, "graph", query="Which river flows past an old mill town?", top_k=20)
     assert hub_id in ranked  # reached by the walk ...
     assert ranked.index(hub_id) >= len(rivers)  # ... and ranked below every river page
+
+
+# The question names the cricketer; what it asks for is the record whose page names him. His own page
+# names nothing, so only the walk back along the record's link reaches it. The bowlers' pages share
+# the question's other words and his name's words, so hybrid ranks them above the record.
+CRICKETER = _doc("Rook Allen", "Rook Allen is a cricketer from Pellham who bowls left-arm spin.")
+RECORD = _doc("Night Orchard", "Night Orchard is a 2009 set of demo songs, partly made by Rook Allen.")
+BOWLERS = [
+    _doc(
+        f"{name} (cricketer)",
+        f"{name} is a cricketer from Pellham. {name} bowled with Allen Stone and Rook Marsh and "
+        f"made a record number of wickets as a cricketer who helped Pellham.",
+    )
+    for name in ("Ned Ashe", "Tam Birch", "Ori Cole", "Lev Dorn", "Kit Eames", "Sol Frith")
+]
+BACKWARD_QUESTION = "What record did the cricketer Rook Allen help make?"
+
+
+@pytest.mark.parametrize("backward", [0.5, 0.0])
+def test_the_walk_goes_back_from_a_named_page_to_the_page_that_names_it(settings, backward) -> None:  # type: ignore[no-untyped-def]
+    settings.RETRIEVAL_GRAPH_BACKWARD_WEIGHT = backward
+    passage_graph.forget_graphs()  # the weight is read when a graph is built
+    tenant = make_tenant("backward")
+    docs = [CRICKETER, RECORD, *BOWLERS]
+    ids = dict(zip((d.title for d in docs), ingest_now(tenant.project.id, docs), strict=True))
+    hybrid = _ranked(tenant, "hybrid", query=BACKWARD_QUESTION, top_k=10)
+    graph = _ranked(tenant, "graph", query=BACKWARD_QUESTION, top_k=10)
+    passage_graph.forget_graphs()
+    assert hybrid.index(ids["Night Orchard"]) > 1
+    assert graph[0] == ids["Rook Allen"]
+    if backward:
+        assert graph[1] == ids["Night Orchard"]
+    else:  # without the walk back the record stays where hybrid put it
+        assert graph.index(ids["Night Orchard"]) > 1
 
 
 def test_titles_that_are_common_words_link_nothing_in_a_query() -> None:
