@@ -1,7 +1,9 @@
 """A chat turn as seed 003's agent loop runs it: create or continue the conversation, store the user
 message, retrieve with conversation awareness, answer (LLM or extractive), store the reply with
 REFERENCES to the documents it used, and return the answer with a numbered "References" block
-(seed 003's build_response_with_references). Storing queues extraction for both messages."""
+(seed 003's build_response_with_references). The reply's store queues one processing job for both
+messages, which also embeds the reply: nothing searches the reply within the turn that writes it, and
+its embedding is the turn's costliest step after retrieval (docs/decisions.md, "Chat turns")."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from memory.conversations import conversation_brief
 from memory.dto import MessageInput
 from memory.scope import Scope, validate_value
 from memory.selectors import messages_hydrated
-from memory.services import memories_store
+from memory.services import memories_queue_processing, memories_store
 from retrieval.conversation import ConversationQuery
 from retrieval.drift.progress import Reporter
 from retrieval.dto import Candidate, SearchFilters, SearchItem
@@ -234,6 +236,37 @@ def _extractive_answer(turn: ChatTurnInput, context: _Context, references: list[
     return " ".join(chosen) or NOTHING_FOUND
 
 
+class _LLMFailed(Exception):
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _context(
+    project_id: str,
+    turn: ChatTurnInput,
+    conversation_id: str | None,
+    message_id: str | None,
+    vector: list[float],
+    progress: Reporter,
+) -> tuple[_Context, list[dict[str, Any]]]:
+    """The conversation's summary and history, the ranked items (with `rag`) and their references."""
+    context = _history(project_id, conversation_id, message_id)
+    if turn.rag:
+        progress.phase("retrieving", "Searching documents and past conversations", pct=30)
+        context.items = _retrieve(project_id, turn, conversation_id, message_id, vector)
+    return context, _references(project_id, context.items, turn.top_k)
+
+
+def _answer(mode: str, turn: ChatTurnInput, context: _Context, references: list[dict[str, Any]]) -> str:
+    if mode != "llm":
+        return _extractive_answer(turn, context, references)
+    try:
+        return _llm_answer(turn, context, references)
+    except Exception as exc:
+        raise _LLMFailed(exc) from exc
+
+
 class _Clock:
     def __init__(self) -> None:
         self.started = self.lap = time.perf_counter()
@@ -260,31 +293,34 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
     clock("embed_question")
     if turn.persist:
         question = MessageInput("user", turn.message, embedding=vector)
-        stored = memories_store(project_id=project_id, scope=scope, messages=[question])
+        # its processing job is queued with the reply's
+        stored = memories_store(project_id=project_id, scope=scope, messages=[question], queue=False)
         conversation_id, message_id = stored.conversation_id, stored.stored[0]["id"]
         progress.phase("message_stored", "Stored your message", pct=15)
     clock("store_message")
-    context = _history(project_id, conversation_id, message_id)
-    clock("history")
-    if turn.rag:
-        progress.phase("retrieving", "Searching documents and past conversations", pct=30)
-        context.items = _retrieve(project_id, turn, conversation_id, message_id, vector)
-    references = _references(project_id, context.items, turn.top_k)
-    clock("retrieve")
-    progress.phase("answering", f"Answering from {len(references)} documents", pct=60)
-    if mode == "llm":
-        try:
-            answer = _llm_answer(turn, context, references)
-        except Exception as exc:
-            raise _failure(project_id, scope, turn, progress, exc, conversation_id, message_id) from exc
-    else:
-        answer = _extractive_answer(turn, context, references)
+    try:
+        context, references = _context(project_id, turn, conversation_id, message_id, vector, progress)
+        clock("retrieve")
+        progress.phase("answering", f"Answering from {len(references)} documents", pct=60)
+        answer = _answer(mode, turn, context, references)
+    except _LLMFailed as failed:
+        raise _failure(
+            project_id, scope, turn, progress, failed.cause, conversation_id, message_id
+        ) from failed.cause
+    except Exception:
+        if message_id and settings.MEMORY_PROCESS_ON_STORE:  # the question is kept: process it anyway
+            memories_queue_processing(project_id, [message_id])
+        raise
     clock("answer")
     reply_id = None
     if turn.persist:
         refs = tuple(ref["document_id"] for ref in references)
         reply = memories_store(
-            project_id=project_id, scope=scope, messages=[MessageInput("assistant", answer, references=refs)]
+            project_id=project_id,
+            scope=scope,
+            messages=[MessageInput("assistant", answer, references=refs)],
+            process_with=(message_id,) if message_id else (),
+            embed_later=True,
         )
         reply_id = reply.stored[0]["id"] if reply.stored else None
     clock("store_reply")
@@ -318,7 +354,13 @@ def _failure(
         failed = MessageInput(
             "assistant", f"(no answer: the language model failed: {reason})", status="failed"
         )
-        stored = memories_store(project_id=project_id, scope=scope, messages=[failed])
+        stored = memories_store(
+            project_id=project_id,
+            scope=scope,
+            messages=[failed],
+            process_with=(message_id,) if message_id else (),
+            embed_later=True,
+        )
         reply_id = stored.stored[0]["id"] if stored.stored else None
     progress.error("The language model failed; your message is kept", reason)
     error = exc if isinstance(exc, DependencyUnavailable) else DependencyUnavailable("llm", reason)

@@ -102,10 +102,7 @@ CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row
                   thread_id: $thread_id, scope_tokens: $scope_tokens, conversation_id: c.id,
                   seq: base + i + 1, token_count: row.token_count, processed: false,
                   accessibility: c.accessibility, status: row.status})
-// stored as float32 (the vector index's precision): half the bytes of a list of doubles to write
-WITH c, base, previous, m, row
-CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
-CREATE (m)-[:PART_OF]->(c)
+{embedding}CREATE (m)-[:PART_OF]->(c)
 {references}WITH c, base, previous, collect(m) AS ms
 CALL (previous, ms) {
   OPTIONAL MATCH (p:Memory {id: previous})
@@ -136,10 +133,37 @@ CALL (m, row) {
   MERGE (m)-[:REFERENCES]->(t)
 }
 """
+# stored as float32 (the vector index's precision): half the bytes of a list of doubles to write
+_STORE_EMBEDDING = """
+WITH c, base, previous, m, row
+CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
+"""
 # A batch without references runs without the per-message subquery, which slows a large store
-# measurably even when every list is empty (bench/results/memory.json, client embeddings).
-STORE = _STORE.replace("{references}", "")
-STORE_WITH_REFERENCES = _STORE.replace("{references}", _STORE_REFERENCES.lstrip("\n"))
+# measurably even when every list is empty (bench/results/memory.json, client embeddings); a batch
+# whose embeddings the processing job writes (memories_store(embed_later=True)) sets none.
+# Keyed by (any references, any embeddings).
+STORE_STATEMENTS = {
+    (refs, embeds): _STORE.replace("{references}", _STORE_REFERENCES.lstrip("\n") if refs else "").replace(
+        "{embedding}", _STORE_EMBEDDING.lstrip("\n") if embeds else ""
+    )
+    for refs in (False, True)
+    for embeds in (False, True)
+}
+
+# the processing job's embeddings of messages stored without one; a message whose text changed since
+# it was read (anonymised, and embedded again) is left as it is
+EMBEDDING_PENDING = """
+UNWIND $ids AS wanted
+MATCH (m:Memory {id: wanted}) WHERE m.project_id = $project_id AND m.embedding IS NULL
+RETURN m.id AS id, m.text AS text
+"""
+EMBEDDING_SET = """
+UNWIND $rows AS row
+MATCH (m:Memory {id: row.id})
+WHERE m.project_id = $project_id AND m.embedding IS NULL AND m.text = row.text
+CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
+RETURN count(m) AS embedded
+"""
 
 
 # --- search ----------------------------------------------------------------------------------------

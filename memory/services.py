@@ -163,29 +163,25 @@ def _redacted(
     return out
 
 
-def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput]) -> StoreResult:
+def memories_store(
+    *,
+    project_id: str,
+    scope: Scope,
+    messages: list[MessageInput],
+    queue: bool = True,
+    process_with: tuple[str, ...] = (),
+    embed_later: bool = False,
+) -> StoreResult:
     """Store a batch of messages in one transaction (one UNWIND), in order, as the next messages of
     the scope's conversation. Roles outside MEMORY_ROLES are skipped and reported. Facts,
-    preferences, mentions and summaries are derived afterwards by a Celery job."""
+    preferences, mentions and summaries are derived afterwards by a Celery job (MEMORY_PROCESS_ON_STORE).
+
+    `queue` False: this call queues no job (the caller's next store names these messages in
+    `process_with`, the ids of earlier messages that its job processes too). `embed_later`: when no
+    message has a supplied embedding and this call queues the job, the job embeds the messages
+    instead of this call (a chat reply, which nothing searches in the turn that stores it)."""
     scope.require()
-    memories_batch_check(count=len(messages))
-    for position, message in enumerate(messages):
-        if len(message.text) > settings.MEMORY_MAX_MESSAGE_CHARS:
-            raise PayloadTooLarge(
-                f"messages[{position}].text has {len(message.text)} characters; the limit is "
-                f"{settings.MEMORY_MAX_MESSAGE_CHARS}",
-                details={"field": f"messages[{position}].text", "limit": settings.MEMORY_MAX_MESSAGE_CHARS},
-            )
-    allowed = set(settings.MEMORY_ROLES)
-    keep: list[tuple[int, MessageInput]] = []
-    skipped: list[dict[str, Any]] = []
-    for position, message in enumerate(messages):
-        if message.role not in allowed:
-            skipped.append({"index": position, "role": message.role, "reason": "role_not_stored"})
-        elif not message.text.strip():
-            skipped.append({"index": position, "role": message.role, "reason": "empty_text"})
-        else:
-            keep.append((position, message))
+    keep, skipped = _kept(messages)
     supplied = _supplied_embeddings([(p, m.embedding) for p, m in keep if m.embedding is not None])
     stamp = now_iso()
     timestamps = {p: normalise_timestamp(m.timestamp) if m.timestamp else stamp for p, m in keep}
@@ -198,10 +194,9 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
     if project.redact_pii_at_ingest:
         keep = _redacted(keep, supplied)
 
-    missing = [(p, m.text) for p, m in keep if p not in supplied]
-    if missing:
-        vectors = get_embedder().embed([text for _p, text in missing])
-        supplied.update({p: v for (p, _t), v in zip(missing, vectors, strict=True)})
+    queues = queue and settings.MEMORY_PROCESS_ON_STORE
+    if not (embed_later and queues and not supplied):
+        _embed_missing(keep, supplied)
     rows = [
         {
             "id": str(uuid.uuid4()),
@@ -211,7 +206,7 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
             "message_id": m.message_id,
             "author_name": m.author_name,
             "token_count": count_tokens(m.text),
-            "embedding": supplied[p],
+            "embedding": supplied.get(p),
             "refs": references[p][0],
             "status": m.status,
         }
@@ -232,11 +227,43 @@ def memories_store(*, project_id: str, scope: Scope, messages: list[MessageInput
         for i, s in enumerate(result["stored"])
     ]
     job_id = None
-    if settings.MEMORY_PROCESS_ON_STORE:
-        job_id = _queue_processing(project_id, [s["id"] for s in stored])
+    if queues:
+        job_id = memories_queue_processing(project_id, [*process_with, *(s["id"] for s in stored)])
     return StoreResult(
         conversation_id=result["conversation_id"], stored=stored, skipped=skipped, job_id=job_id
     )
+
+
+def _kept(messages: list[MessageInput]) -> tuple[list[tuple[int, MessageInput]], list[dict[str, Any]]]:
+    """The batch checked (413 for a text over the limit), then split into the messages stored, with
+    their positions, and those skipped for their role or an empty text."""
+    memories_batch_check(count=len(messages))
+    for position, message in enumerate(messages):
+        if len(message.text) > settings.MEMORY_MAX_MESSAGE_CHARS:
+            raise PayloadTooLarge(
+                f"messages[{position}].text has {len(message.text)} characters; the limit is "
+                f"{settings.MEMORY_MAX_MESSAGE_CHARS}",
+                details={"field": f"messages[{position}].text", "limit": settings.MEMORY_MAX_MESSAGE_CHARS},
+            )
+    allowed = set(settings.MEMORY_ROLES)
+    keep: list[tuple[int, MessageInput]] = []
+    skipped: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        if message.role not in allowed:
+            skipped.append({"index": position, "role": message.role, "reason": "role_not_stored"})
+        elif not message.text.strip():
+            skipped.append({"index": position, "role": message.role, "reason": "empty_text"})
+        else:
+            keep.append((position, message))
+    return keep, skipped
+
+
+def _embed_missing(keep: list[tuple[int, MessageInput]], supplied: dict[int, list[float]]) -> None:
+    """Embed the kept messages that came without an embedding, into `supplied`."""
+    missing = [(p, m.text) for p, m in keep if p not in supplied]
+    if missing:
+        vectors = get_embedder().embed([text for _p, text in missing])
+        supplied.update({p: v for (p, _t), v in zip(missing, vectors, strict=True)})
 
 
 def _references(
@@ -276,8 +303,11 @@ def _conversation_vanished(exc: BaseException) -> bool:
 def _store_rows(
     project_id: str, scope: Scope, project: Project, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    statement = cypher.STORE_STATEMENTS[
+        (any(row["refs"] for row in rows), any(row["embedding"] is not None for row in rows))
+    ]
     return graph.write(
-        cypher.STORE_WITH_REFERENCES if any(row["refs"] for row in rows) else cypher.STORE,
+        statement,
         project_id=project_id,
         conversation_key=conversation_key(scope),
         conversation_id=str(uuid.uuid4()),
@@ -290,7 +320,8 @@ def _store_rows(
     )[0]
 
 
-def _queue_processing(project_id: str, memory_ids: list[str]) -> str:
+def memories_queue_processing(project_id: str, memory_ids: list[str]) -> str:
+    """Queue the processing job of these stored messages (after the transaction commits); its id."""
     job = job_submit(
         project_id=project_id,
         kind="memory_process",
@@ -509,6 +540,21 @@ def _conversation(project_id: str, conversation_id: str) -> dict[str, Any] | Non
     return rows[0]["conversation"] if rows else None
 
 
+def memories_embed_pending(*, project_id: str, memory_ids: list[str]) -> int:
+    """Embed the given messages stored without an embedding (`memories_store(embed_later=True)`).
+    A message whose text changed meanwhile (anonymised, with its new embedding) keeps what it has."""
+    rows = graph.read(cypher.EMBEDDING_PENDING, project_id=project_id, ids=memory_ids)
+    if not rows:
+        return 0
+    vectors = get_embedder().embed([r["text"] for r in rows])
+    written = graph.write(
+        cypher.EMBEDDING_SET,
+        project_id=project_id,
+        rows=[{"id": r["id"], "text": r["text"], "embedding": v} for r, v in zip(rows, vectors, strict=True)],
+    )
+    return int(written[0]["embedded"]) if written else 0
+
+
 def memories_derive(*, project_id: str, memory_ids: list[str]) -> dict[str, int]:
     """Facts, preferences and entity mentions of the given (still existing) memories."""
     rows = graph.read(cypher.MEMORIES_BY_ID, project_id=project_id, ids=memory_ids)
@@ -610,8 +656,10 @@ def memories_process(*, job: Job) -> JobOutcome:
     """The job after a store: derive, link, and summarise conversations past the threshold."""
     memory_ids = list(job.inputs.get("memory_ids", []))
     started = time.perf_counter()
+    embedded = memories_embed_pending(project_id=job.project_id, memory_ids=memory_ids)
     _progress(job, "extracting", 10, f"Extracting facts and preferences from {len(memory_ids)} message(s)")
     counts = memories_derive(project_id=job.project_id, memory_ids=memory_ids)
+    counts["embedded"] = embedded
     _progress(
         job,
         "summarizing",

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from core import graph
+from core.models import Job
 from core.runtime.redis_client import get_redis
 from knowledge.dto import DocumentInput
+from memory.tasks import memory_process
 from tests.conftest import Tenant, make_tenant
-from tests.memory.helpers import count, store, user
+from tests.memory.helpers import count, msearch, store, user
 from tests.retrieval.helpers import ingest_now
 from tests.support.openai_server import Step
 
@@ -98,6 +100,33 @@ def test_an_extractive_turn_stores_both_messages_with_references_and_continues(s
     assert [m["seq"] for m in _messages(body["conversation_id"])] == [1, 2, 3, 4]
 
 
+def _embedded(conversation_id: str) -> dict[str, bool]:
+    rows = graph.read(
+        "MATCH (m:Memory {conversation_id: $c}) RETURN m.id AS id, m.embedding IS NOT NULL AS embedded",
+        c=conversation_id,
+    )
+    return {r["id"]: r["embedded"] for r in rows}
+
+
+def test_one_job_processes_both_messages_and_embeds_the_reply(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.LLM_PROVIDER = "none"
+    tenant = make_tenant("chat-job")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    _docs(tenant)
+    body = chat(client, pid, message="Which tram climbs to the castle?", user_id="ana").json()
+    question, reply = body["message_id"], body["reply_id"]
+    jobs = list(Job.objects.filter(project_id=pid, kind="memory_process"))
+    assert [job.inputs["memory_ids"] for job in jobs] == [[question, reply]]
+    # the question was embedded for the search; the reply is embedded by the job
+    assert _embedded(body["conversation_id"]) == {question: True, reply: False}
+    memory_process.apply(args=(jobs[0].id,))
+    assert _embedded(body["conversation_id"]) == {question: True, reply: True}
+    found = msearch(client, pid, body["answer"], {"user_id": "ana"}, mode="vector", top_k=1).json()
+    assert [item["id"] for item in found["items"]] == [reply]
+    assert found["items"][0]["score"] > 0.99  # the embedding of the reply's own text
+    assert Job.objects.get(pk=jobs[0].id).counts["embedded"] == 1
+
+
 def test_an_llm_turn_sends_sources_history_and_summary(fake_openai, settings) -> None:  # type: ignore[no-untyped-def]
     tenant = make_tenant("chat-llm")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
@@ -138,6 +167,8 @@ def test_an_llm_failure_keeps_the_message_and_stores_the_reply_as_failed(fake_op
     stored = _messages(conversation_id)
     assert [(m["role"], m["status"]) for m in stored] == [("user", None), ("assistant", "failed")]
     assert _ids(conversation_id) == [error["details"]["message_id"], error["details"]["reply_id"]]
+    queued = [job.inputs["memory_ids"] for job in Job.objects.filter(project_id=pid, kind="memory_process")]
+    assert queued == [[error["details"]["message_id"], error["details"]["reply_id"]]]
     # the failed reply is not history for the next turn
     fake_openai.responder = lambda body: Step(content="Tram 28.")
     chat(client, pid, message="Try again?", user_id="ana", conversation_id=conversation_id, mode="llm")
