@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,14 @@ from memory.conversations import conversation_brief
 from memory.dto import MessageInput
 from memory.scope import Scope, validate_value
 from memory.selectors import messages_hydrated
-from memory.services import memories_queue_processing, memories_store
+from memory.services import (
+    StorePlan,
+    memories_queue_processing,
+    memories_store,
+    memories_store_finish,
+    memories_store_plan,
+    memories_store_write,
+)
 from retrieval.conversation import ConversationQuery
 from retrieval.drift.progress import Reporter
 from retrieval.dto import Candidate, SearchFilters, SearchItem
@@ -39,6 +47,9 @@ SYSTEM_PROMPT = (
     "help and cite them as [n]; say so when they do not hold the answer. Be concise."
 )
 NOTHING_FOUND = "I found nothing in the documents or this conversation that answers that."
+
+# the question's Neo4j write runs here while the turn reads the history and searches
+_writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="chat-store")
 
 
 @dataclass(frozen=True)
@@ -236,6 +247,34 @@ def _extractive_answer(turn: ChatTurnInput, context: _Context, references: list[
     return " ".join(chosen) or NOTHING_FOUND
 
 
+class _Question:
+    """The turn's question, planned (checked, ids given) in the request's thread and written to Neo4j
+    on a worker thread while the turn searches; its processing job is queued with the reply's."""
+
+    def __init__(self, plan: StorePlan, writing: Future[dict[str, Any] | None]) -> None:
+        self.plan = plan
+        self.writing = writing
+        self.message_id: str = plan.rows[0]["id"]
+
+    @classmethod
+    def write(cls, project_id: str, scope: Scope, message: MessageInput) -> _Question:
+        plan = memories_store_plan(project_id=project_id, scope=scope, messages=[message], queue=False)
+        return cls(plan, _writer.submit(memories_store_write, plan))
+
+    def stored(self) -> str | None:
+        """Wait for the write (raising what it raised); the conversation's id."""
+        return memories_store_finish(self.plan, self.writing.result()).conversation_id
+
+    def kept(self) -> None:
+        """The turn failed after the question was sent: once it is written, queue its processing."""
+        try:
+            self.writing.result()
+        except Exception:
+            return  # not written: nothing to process
+        if settings.MEMORY_PROCESS_ON_STORE:
+            memories_queue_processing(self.plan.project_id, [self.message_id])
+
+
 class _LLMFailed(Exception):
     def __init__(self, cause: Exception) -> None:
         super().__init__(str(cause))
@@ -291,16 +330,18 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
     conversation_id, message_id = turn.conversation_id, None
     vector = get_embedder().embed_one(turn.message)  # once: stored with the question, and searched with
     clock("embed_question")
+    question: _Question | None = None
     if turn.persist:
-        question = MessageInput("user", turn.message, embedding=vector)
-        # its processing job is queued with the reply's
-        stored = memories_store(project_id=project_id, scope=scope, messages=[question], queue=False)
-        conversation_id, message_id = stored.conversation_id, stored.stored[0]["id"]
-        progress.phase("message_stored", "Stored your message", pct=15)
+        question = _Question.write(project_id, scope, MessageInput("user", turn.message, embedding=vector))
+        message_id = question.message_id
     clock("store_message")
     try:
         context, references = _context(project_id, turn, conversation_id, message_id, vector, progress)
         clock("retrieve")
+        if question is not None:
+            conversation_id = question.stored()
+            progress.phase("message_stored", "Stored your message", pct=50)
+            clock("store_message_wait")
         progress.phase("answering", f"Answering from {len(references)} documents", pct=60)
         answer = _answer(mode, turn, context, references)
     except _LLMFailed as failed:
@@ -308,8 +349,8 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
             project_id, scope, turn, progress, failed.cause, conversation_id, message_id
         ) from failed.cause
     except Exception:
-        if message_id and settings.MEMORY_PROCESS_ON_STORE:  # the question is kept: process it anyway
-            memories_queue_processing(project_id, [message_id])
+        if question is not None:
+            question.kept()
         raise
     clock("answer")
     reply_id = None

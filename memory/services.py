@@ -179,22 +179,60 @@ def memories_store(
     `queue` False: this call queues no job (the caller's next store names these messages in
     `process_with`, the ids of earlier messages that its job processes too). `embed_later`: when no
     message has a supplied embedding and this call queues the job, the job embeds the messages
-    instead of this call (a chat reply, which nothing searches in the turn that stores it)."""
+    instead of this call (a chat reply, which nothing searches in the turn that stores it).
+
+    The three steps are also called one by one (a chat turn writes its question while it searches):
+    `memories_store_plan` checks and prepares (400/413/503 before anything is written),
+    `memories_store_write` writes to Neo4j alone (no Django database: safe on a worker thread), and
+    `memories_store_finish` queues the processing job."""
+    plan = memories_store_plan(
+        project_id=project_id,
+        scope=scope,
+        messages=messages,
+        queue=queue,
+        process_with=process_with,
+        embed_later=embed_later,
+    )
+    return memories_store_finish(plan, memories_store_write(plan))
+
+
+@dataclass
+class StorePlan:
+    """A checked store: the rows to write (ids given here) and what finishing it needs."""
+
+    project_id: str
+    scope: Scope
+    project: Project
+    rows: list[dict[str, Any]]
+    positions: list[int]  # each row's index in the request
+    references: list[list[str]]  # each row's referenced document ids
+    skipped: list[dict[str, Any]]
+    queues: bool
+    process_with: tuple[str, ...]
+
+
+def memories_store_plan(
+    *,
+    project_id: str,
+    scope: Scope,
+    messages: list[MessageInput],
+    queue: bool = True,
+    process_with: tuple[str, ...] = (),
+    embed_later: bool = False,
+) -> StorePlan:
+    """Everything of `memories_store` before the write; nothing is written."""
     scope.require()
     keep, skipped = _kept(messages)
     supplied = _supplied_embeddings([(p, m.embedding) for p, m in keep if m.embedding is not None])
     stamp = now_iso()
     timestamps = {p: normalise_timestamp(m.timestamp) if m.timestamp else stamp for p, m in keep}
     project = _prepare(project_id, scope)
-    if not keep:
-        return StoreResult(conversation_id=None, stored=[], skipped=skipped, job_id=None)
-    references = _references(project_id, keep)
-    if settings.MEMORY_PROCESS_ON_STORE:
+    references = _references(project_id, keep) if keep else {}
+    queues = bool(keep) and queue and settings.MEMORY_PROCESS_ON_STORE
+    if keep and settings.MEMORY_PROCESS_ON_STORE:
         broker_ensure()  # the processing job is queued after the write
     if project.redact_pii_at_ingest:
         keep = _redacted(keep, supplied)
-
-    queues = queue and settings.MEMORY_PROCESS_ON_STORE
     if not (embed_later and queues and not supplied):
         _embed_missing(keep, supplied)
     rows = [
@@ -212,6 +250,23 @@ def memories_store(
         }
         for p, m in keep
     ]
+    return StorePlan(
+        project_id=project_id,
+        scope=scope,
+        project=project,
+        rows=rows,
+        positions=[p for p, _m in keep],
+        references=[references[p][1] for p, _m in keep],
+        skipped=skipped,
+        queues=queues,
+        process_with=process_with,
+    )
+
+
+def memories_store_write(plan: StorePlan) -> dict[str, Any] | None:
+    """Write the plan's rows (Neo4j only); what the store statement returned, None for no rows."""
+    if not plan.rows:
+        return None
     # A forget running at the same moment may delete the conversation the MERGE has just matched
     # (Neo4j: EntityNotFound). Nothing of the attempt was written; the next one starts a new
     # conversation.
@@ -219,18 +274,24 @@ def memories_store(
         stop=stop_after_attempt(3), retry=retry_if_exception(_conversation_vanished), reraise=True
     ):
         with attempt:
-            result = _store_rows(project_id, scope, project, rows)
-    positions = [p for p, _m in keep]
+            written = _store_rows(plan.project_id, plan.scope, plan.project, plan.rows)
+    return written
+
+
+def memories_store_finish(plan: StorePlan, written: dict[str, Any] | None) -> StoreResult:
+    """The store's result, after queueing its processing job (when it queues one)."""
+    if written is None:
+        return StoreResult(conversation_id=None, stored=[], skipped=plan.skipped, job_id=None)
     stored = [
-        {"id": s["id"], "index": positions[i], "seq": s["seq"], "role": rows[i]["role"]}
-        | ({"references": references[positions[i]][1]} if references[positions[i]][1] else {})
-        for i, s in enumerate(result["stored"])
+        {"id": s["id"], "index": plan.positions[i], "seq": s["seq"], "role": plan.rows[i]["role"]}
+        | ({"references": plan.references[i]} if plan.references[i] else {})
+        for i, s in enumerate(written["stored"])
     ]
     job_id = None
-    if queues:
-        job_id = memories_queue_processing(project_id, [*process_with, *(s["id"] for s in stored)])
+    if plan.queues:
+        job_id = memories_queue_processing(plan.project_id, [*plan.process_with, *(s["id"] for s in stored)])
     return StoreResult(
-        conversation_id=result["conversation_id"], stored=stored, skipped=skipped, job_id=job_id
+        conversation_id=written["conversation_id"], stored=stored, skipped=plan.skipped, job_id=job_id
     )
 
 

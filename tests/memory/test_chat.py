@@ -250,4 +250,4 @@ def test_the_turn_reports_its_phases(settings) -> None:  # type: ignore[no-untyp
             if payload.get("retrieval_id") == turn_id:
                 phases.append(payload["phase"])
     pubsub.close()
-    assert phases == ["message_stored", "retrieving", "answering", "completed"]
+    assert phases == ["retrieving", "message_stored", "answering", "completed"]
