@@ -106,14 +106,7 @@ def build(project_id: str, version: int) -> PassageGraph:
         chunk, document = rows.get(link["chunk_id"]), document_rows.get(link["document_id"])
         if chunk is not None and document is not None and chunk_document[chunk] != document:
             names.setdefault(chunk, set()).add(document)
-    named_by = np.zeros(len(document_ids))
-    for documents_named in names.values():
-        for document in documents_named:
-            named_by[document] += 1
-    total = len(chunk_ids)
-    specificity = 1.0 / np.maximum(named_by, 1.0)
-
-    walk = _walk(names, document_chunks, specificity, total, settings.RETRIEVAL_GRAPH_BACKWARD_WEIGHT)
+    walk = _walk(names, document_chunks, len(chunk_ids), settings.RETRIEVAL_GRAPH_BACKWARD_WEIGHT)
     return PassageGraph(
         version=version,
         chunk_ids=chunk_ids,
@@ -132,23 +125,24 @@ def build(project_id: str, version: int) -> PassageGraph:
 def _walk(
     names: dict[int, set[int]],
     document_chunks: list[list[int]],
-    specificity: np.ndarray,
     total: int,
     backward: float,
 ) -> igraph.Graph:
     """The weighted walk over chunk rows 0..total-1 and the sink (row `total`): each link forward
-    to the named document's opening chunks at its specificity, and back from those chunks to the
-    chunk that names it at `backward` / (chunks naming that document)."""
-    out: dict[int, dict[int, float]] = {}  # chunk row -> target row -> weight
+    to the named document's opening chunks at its specificity (1 / chunks naming that document),
+    and back from those chunks to the chunk that names it at `backward` / (chunks naming it)."""
     namers: dict[int, list[int]] = {}  # document row -> chunk rows that name it
     for chunk, documents_named in names.items():
-        share = sum(float(specificity[d]) for d in documents_named)
+        for document in documents_named:
+            namers.setdefault(document, []).append(chunk)
+    out: dict[int, dict[int, float]] = {}  # chunk row -> target row -> weight
+    for chunk, documents_named in names.items():
+        share = sum(1.0 / len(namers[d]) for d in documents_named)
         scale = 1.0 / max(share, 1.0)
         targets = out.setdefault(chunk, {})
         for document in documents_named:
-            namers.setdefault(document, []).append(chunk)
             entries = document_chunks[document][:ENTRY_CHUNKS]
-            weight = float(specificity[document]) * scale / len(entries)
+            weight = scale / (len(namers[document]) * len(entries))
             for target in entries:
                 targets[target] = targets.get(target, 0.0) + weight
     if backward > 0:
