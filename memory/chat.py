@@ -15,17 +15,14 @@ from typing import Any
 
 from django.conf import settings
 
-from core import graph
-from core.embeddings import get_embedder
+from core.embeddings import embed_soon, get_embedder
 from core.errors import DependencyUnavailable, InvalidInput, PayloadTooLarge
 from core.llm.client import chat, llm_configured
 from knowledge.selectors import documents_brief
-from memory import cypher
-from memory.conversation_search import conversation_search
-from memory.conversations import conversation_brief
+from memory.conversation_search import conversation_sources, recent_items
+from memory.conversations import conversation_with_recent
 from memory.dto import MessageInput
 from memory.scope import Scope, validate_value
-from memory.selectors import messages_hydrated
 from memory.services import (
     StorePlan,
     memories_queue_processing,
@@ -36,7 +33,7 @@ from memory.services import (
 )
 from retrieval.conversation import ConversationQuery
 from retrieval.drift.progress import Reporter
-from retrieval.dto import Candidate, SearchFilters, SearchItem
+from retrieval.dto import SearchFilters, SearchItem
 from retrieval.sentences import sentences, terms
 from retrieval.services import search_run
 
@@ -48,7 +45,7 @@ SYSTEM_PROMPT = (
 )
 NOTHING_FOUND = "I found nothing in the documents or this conversation that answers that."
 
-# the question's Neo4j write runs here while the turn reads the history and searches
+# the question's Neo4j write runs here (once its embedding is ready) while the turn searches
 _writer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="chat-store")
 
 
@@ -80,11 +77,13 @@ class ChatTurn:
 
 @dataclass
 class _Context:
-    """What the answer is built from: the ranked items, the conversation's summary and history."""
+    """What the answer is built from: the ranked items, the conversation's summary and history
+    (oldest first), and its latest messages as search items (the retrieval's recent context)."""
 
     items: list[SearchItem]
     summary: str | None
     history: list[dict[str, Any]]
+    recent: list[SearchItem] = field(default_factory=list)
 
 
 def references_block(answer: str, references: list[dict[str, Any]]) -> str:
@@ -120,58 +119,48 @@ def _check(turn: ChatTurnInput) -> str:
     return mode
 
 
-def _scope(project_id: str, turn: ChatTurnInput) -> Scope:
-    """The conversation's scope: the one continued (404 when it is not this user's), or a new thread."""
+def _conversation(project_id: str, turn: ChatTurnInput) -> tuple[Scope, _Context]:
+    """The conversation's scope and what the answer reads of it, in one read: the one continued
+    (404 when it is not this user's), or a new thread with nothing in it yet."""
     if turn.conversation_id is None:
-        return Scope(user_id=turn.user_id, thread_id=f"chat-{uuid.uuid4()}")
-    header = conversation_brief(
-        project_id=project_id, conversation_id=turn.conversation_id, user_id=turn.user_id
+        return Scope(user_id=turn.user_id, thread_id=f"chat-{uuid.uuid4()}"), _Context([], None, [])
+    header, latest = conversation_with_recent(
+        project_id=project_id,
+        conversation_id=turn.conversation_id,
+        user_id=turn.user_id,
+        exclude=(),
+        limit=max(settings.CHAT_HISTORY_MESSAGES, settings.CONVERSATION_SEARCH_RECENT),
     )
-    return Scope(
+    scope = Scope(
         application_id=header["application_id"],
         agent_id=header["agent_id"],
         user_id=header["user_id"],
         thread_id=header["thread_id"],
     )
-
-
-def _history(project_id: str, conversation_id: str | None, exclude: str | None) -> _Context:
-    if conversation_id is None:
-        return _Context(items=[], summary=None, history=[])
-    rows = graph.read(
-        cypher.CONVERSATION_RECENT,
-        project_id=project_id,
-        conversation_id=conversation_id,
-        exclude=[exclude] if exclude else [],
-        limit=settings.CHAT_HISTORY_MESSAGES,
-    )
-    hydrated = messages_hydrated(project_id=project_id, hits=[Candidate(r["id"], 0.0) for r in rows])
-    messages = sorted((row for _hit, row in hydrated), key=lambda m: m["seq"])
-    summary = graph.read(cypher.CONVERSATION_SUMMARY_TEXT, project_id=project_id, id=conversation_id)
-    return _Context(items=[], summary=summary[0]["summary"] if summary else None, history=messages)
+    history = sorted(latest[: settings.CHAT_HISTORY_MESSAGES], key=lambda m: m["seq"])
+    return scope, _Context([], header["summary"], history, recent_items(latest))
 
 
 def _retrieve(
     project_id: str,
     turn: ChatTurnInput,
-    conversation_id: str | None,
-    message_id: str | None,
-    vector: list[float],
+    context: _Context,
+    vector: Future[list[float]] | None,
 ) -> list[SearchItem]:
-    if conversation_id is None:
+    if turn.conversation_id is None:
         found = search_run(
             project_id=project_id, query=turn.message, mode=turn.search_mode, top_k=turn.top_k, vector=vector
         )
         return found.items
-    return conversation_search(
+    return conversation_sources(
         project_id=project_id,
         query=turn.message,
         mode=turn.search_mode,
         top_k=turn.top_k,
         filters=SearchFilters(),
-        conversation=ConversationQuery(conversation_id=conversation_id, user_id=turn.user_id),
+        conversation=ConversationQuery(conversation_id=turn.conversation_id, user_id=turn.user_id),
         include_context=False,
-        exclude_memory_ids=(message_id,) if message_id else (),
+        recent=context.recent,
         vector=vector,
     ).items
 
@@ -249,7 +238,8 @@ def _extractive_answer(turn: ChatTurnInput, context: _Context, references: list[
 
 class _Question:
     """The turn's question, planned (checked, ids given) in the request's thread and written to Neo4j
-    on a worker thread while the turn searches; its processing job is queued with the reply's."""
+    on a worker thread, once its embedding is ready, while the turn searches; its processing job is
+    queued with the reply's."""
 
     def __init__(self, plan: StorePlan, writing: Future[dict[str, Any] | None]) -> None:
         self.plan = plan
@@ -257,9 +247,19 @@ class _Question:
         self.message_id: str = plan.rows[0]["id"]
 
     @classmethod
-    def write(cls, project_id: str, scope: Scope, message: MessageInput) -> _Question:
-        plan = memories_store_plan(project_id=project_id, scope=scope, messages=[message], queue=False)
-        return cls(plan, _writer.submit(memories_store_write, plan))
+    def write(cls, project_id: str, scope: Scope, text: str, vector: Future[list[float]]) -> _Question:
+        message = MessageInput("user", text)
+        plan = memories_store_plan(
+            project_id=project_id, scope=scope, messages=[message], queue=False, embed=False
+        )
+        return cls(plan, _writer.submit(cls._embedded_write, plan, text, vector))
+
+    @staticmethod
+    def _embedded_write(plan: StorePlan, text: str, vector: Future[list[float]]) -> dict[str, Any] | None:
+        row = plan.rows[0]
+        # the question's vector, unless the project's redaction changed the text that is stored
+        row["embedding"] = vector.result() if row["text"] == text else get_embedder().embed_one(row["text"])
+        return memories_store_write(plan)
 
     def stored(self) -> str | None:
         """Wait for the write (raising what it raised); the conversation's id."""
@@ -281,20 +281,18 @@ class _LLMFailed(Exception):
         self.cause = cause
 
 
-def _context(
+def _retrieved(
     project_id: str,
     turn: ChatTurnInput,
-    conversation_id: str | None,
-    message_id: str | None,
-    vector: list[float],
+    context: _Context,
+    vector: Future[list[float]] | None,
     progress: Reporter,
-) -> tuple[_Context, list[dict[str, Any]]]:
-    """The conversation's summary and history, the ranked items (with `rag`) and their references."""
-    context = _history(project_id, conversation_id, message_id)
+) -> list[dict[str, Any]]:
+    """The ranked items (with `rag`) into `context`; their documents as the turn's references."""
     if turn.rag:
         progress.phase("retrieving", "Searching documents and past conversations", pct=30)
-        context.items = _retrieve(project_id, turn, conversation_id, message_id, vector)
-    return context, _references(project_id, context.items, turn.top_k)
+        context.items = _retrieve(project_id, turn, context, vector)
+    return _references(project_id, context.items, turn.top_k)
 
 
 def _answer(mode: str, turn: ChatTurnInput, context: _Context, references: list[dict[str, Any]]) -> str:
@@ -321,22 +319,24 @@ class _Clock:
 
 def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
     """One turn. With `persist` the user message is stored first and kept whatever happens next; a
-    reply the LLM could not give is stored as failed and answered with 503 naming the ids."""
+    reply the LLM could not give is stored as failed and answered with 503 naming the ids. The
+    question's embedding, its write and the search overlap (docs/decisions.md, "Chat turns")."""
     mode = _check(turn)
     turn_id = turn.turn_id or str(uuid.uuid4())
     progress = Reporter(project_id=project_id, retrieval_id=turn_id)
     clock = _Clock()
-    scope = _scope(project_id, turn)
+    # embedded once, while the conversation is read: stored with the question and searched with
+    vector = embed_soon(turn.message) if turn.persist or turn.rag else None
+    scope, context = _conversation(project_id, turn)
+    clock("read_conversation")
     conversation_id, message_id = turn.conversation_id, None
-    vector = get_embedder().embed_one(turn.message)  # once: stored with the question, and searched with
-    clock("embed_question")
     question: _Question | None = None
-    if turn.persist:
-        question = _Question.write(project_id, scope, MessageInput("user", turn.message, embedding=vector))
-        message_id = question.message_id
-    clock("store_message")
     try:
-        context, references = _context(project_id, turn, conversation_id, message_id, vector, progress)
+        if vector is not None and turn.persist:
+            question = _Question.write(project_id, scope, turn.message, vector)
+            message_id = question.message_id
+        clock("store_message")
+        references = _retrieved(project_id, turn, context, vector, progress)
         clock("retrieve")
         if question is not None:
             conversation_id = question.stored()

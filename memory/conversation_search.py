@@ -12,26 +12,35 @@ Fused by reciprocal rank (RETRIEVAL_RRF_K); an item several sources found keeps 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
 from core import graph
-from core.embeddings import get_embedder
+from core.embeddings import embed_soon
+from core.models import Project
+from core.services import project_embedder_check
 from memory import cypher
-from memory.conversations import conversation_brief
+from memory.conversations import conversation_with_recent
 from memory.scope import Scope
 from memory.selectors import MessageSearch, messages_hydrated
 from retrieval import fusion
 from retrieval.conversation import ConversationQuery
 from retrieval.dto import Candidate, SearchFilters, SearchItem, SearchResult
-from retrieval.services import context_format, search_run
+from retrieval.services import chunks_nearest, context_format, search_run
 
 # Neo4j reads beside the document search (no SQL on these threads: they would not see the request's
 # transaction)
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="conversation-search")
+
+# the query's embedding, or the Future of one being computed meanwhile (a chat turn's question)
+VectorLike = list[float] | Future[list[float]]
+
+
+def _resolved(vector: VectorLike) -> list[float]:
+    return vector.result() if isinstance(vector, Future) else vector
 
 
 @dataclass(frozen=True)
@@ -55,8 +64,12 @@ def _limits(conversation: ConversationQuery) -> _Limits:
 
 
 def _message_items(project_id: str, hits: list[Candidate], source: str) -> list[SearchItem]:
+    return _items_of(messages_hydrated(project_id=project_id, hits=hits), source)
+
+
+def _items_of(hydrated: list[tuple[Candidate, dict[str, Any]]], source: str) -> list[SearchItem]:
     items = []
-    for hit, row in messages_hydrated(project_id=project_id, hits=hits):
+    for hit, row in hydrated:
         metadata = {k: row[k] for k in ("role", "timestamp", "seq", "author_name") if row.get(k) is not None}
         items.append(
             SearchItem(
@@ -100,13 +113,13 @@ def _fused(lists: list[tuple[str, list[SearchItem]]]) -> list[SearchItem]:
 
 
 def _past(
-    project_id: str, query: str, vector: list[float], conversation: ConversationQuery, limits: _Limits
+    project_id: str, query: str, vector: VectorLike, conversation: ConversationQuery, limits: _Limits
 ) -> list[SearchItem]:
     if not limits.past:
         return []
     scope = Scope(user_id=conversation.user_id)
-    search = MessageSearch(project_id=project_id, scope=scope, query=query, vector=vector)
-    hits = search.vector_memories(
+    search = MessageSearch(project_id=project_id, scope=scope, query=query, vector=_resolved(vector))
+    hits = search.user_vector_memories(
         limits.past, where=cypher.PAST_MESSAGES_WHERE, current_conversation=conversation.conversation_id
     )
     return _message_items(
@@ -114,42 +127,33 @@ def _past(
     )
 
 
-def _referenced(
-    project_id: str, query: str, vector: list[float], past: list[SearchItem], limit: int
-) -> list[SearchItem]:
+def _referenced(project_id: str, vector: VectorLike, past: list[SearchItem], limit: int) -> list[SearchItem]:
     """The chunks nearest the query (by vector: a handful of documents, scanned exactly) of the
     documents the past messages referenced."""
     if not past or not limit:
         return []
     ids = [item.memory_id for item in past]
     rows = graph.read(cypher.MESSAGES_REFERENCED_DOCUMENTS, project_id=project_id, ids=ids)
-    if not rows:
-        return []
-    found = search_run(
-        project_id=project_id,
-        query=query,
-        mode="vector",
-        top_k=limit,
-        filters=SearchFilters(document_ids=sorted(r["id"] for r in rows)),
-        vector=vector,
-    ).items
+    found = chunks_nearest(
+        project_id=project_id, document_ids=[r["id"] for r in rows], vector=_resolved(vector), top_k=limit
+    )
     for item in found:
         item.source = "referenced_document"
     return found
 
 
-def _recent(project_id: str, conversation_id: str, exclude: tuple[str, ...], limit: int) -> list[SearchItem]:
-    if not limit:
-        return []
-    rows = graph.read(
-        cypher.CONVERSATION_RECENT,
-        project_id=project_id,
-        conversation_id=conversation_id,
-        exclude=list(exclude),
-        limit=limit,
-    )
-    ranked = [Candidate(r["id"], 1.0 / (1 + i)) for i, r in enumerate(rows)]  # newest first
-    return _message_items(project_id, ranked, "recent_conversation")
+def _past_and_referenced(
+    project_id: str, query: str, vector: VectorLike, conversation: ConversationQuery, limits: _Limits
+) -> tuple[list[SearchItem], list[SearchItem]]:
+    past = _past(project_id, query, vector, conversation, limits)
+    return past, _referenced(project_id, vector, past, limits.referenced)
+
+
+def recent_items(rows: list[dict[str, Any]]) -> list[SearchItem]:
+    """The current conversation's latest messages (newest first, as `conversation_with_recent` gives
+    them) as `recent_conversation` items, scored by recency."""
+    ranked = [(Candidate(r["id"], 1.0 / (1 + i)), r) for i, r in enumerate(rows)]
+    return _items_of(ranked, "recent_conversation")
 
 
 def conversation_search(
@@ -161,20 +165,51 @@ def conversation_search(
     filters: SearchFilters,
     conversation: ConversationQuery,
     include_context: bool,
-    exclude_memory_ids: tuple[str, ...] = (),
-    vector: list[float] | None = None,
 ) -> SearchResult:
     """Search the project's documents and the user's conversations for `query`, in the context of
-    one conversation of that user (404 when it is not the user's, or not in the project).
-    `exclude_memory_ids` keeps messages out of the recent context (a chat turn's own question);
-    `vector` is the query's embedding when the caller has it (computed once here otherwise). The
-    past-message and recent-message reads (Neo4j only) run on worker threads beside the document
-    search."""
+    one conversation of that user (404 when it is not the user's, or not in the project)."""
     started = time.perf_counter()
-    conversation_brief(
-        project_id=project_id, conversation_id=conversation.conversation_id, user_id=conversation.user_id
-    )
     limits = _limits(conversation)
+    _header, recent = conversation_with_recent(
+        project_id=project_id,
+        conversation_id=conversation.conversation_id,
+        user_id=conversation.user_id,
+        exclude=(),
+        limit=limits.recent,
+    )
+    return conversation_sources(
+        project_id=project_id,
+        query=query,
+        mode=mode,
+        top_k=top_k,
+        filters=filters,
+        conversation=conversation,
+        include_context=include_context,
+        recent=recent_items(recent),
+        started=started,
+    )
+
+
+def conversation_sources(
+    *,
+    project_id: str,
+    query: str,
+    mode: str,
+    top_k: int,
+    filters: SearchFilters,
+    conversation: ConversationQuery,
+    include_context: bool,
+    recent: list[SearchItem],
+    vector: VectorLike | None = None,
+    started: float | None = None,
+) -> SearchResult:
+    """`conversation_search` once the conversation is checked and its `recent` items read (a chat
+    turn reads them with its history). `vector` is the query's embedding, or its Future, when the
+    caller has one (computed meanwhile otherwise). The past messages and the documents they
+    referenced (Neo4j only) are read on a worker thread beside the document search."""
+    started = started or time.perf_counter()
+    limits = _limits(conversation)
+    recent = recent[: limits.recent]
     timings: dict[str, float] = {}
     lap = time.perf_counter()
 
@@ -183,20 +218,15 @@ def conversation_search(
         now = time.perf_counter()
         timings[name], lap = round((now - lap) * 1000, 2), now
 
-    vector = vector if vector is not None else get_embedder().embed_one(query)
-    timed("embedding")
-    past_future = _pool.submit(_past, project_id, query, vector, conversation, limits)
-    recent_future = _pool.submit(
-        _recent, project_id, conversation.conversation_id, exclude_memory_ids, limits.recent
-    )
+    project_embedder_check(project=Project.objects.get(pk=project_id))  # the past messages' vectors too
+    vector = vector if vector is not None else embed_soon(query)
+    conversations = _pool.submit(_past_and_referenced, project_id, query, vector, conversation, limits)
     documents = search_run(
         project_id=project_id, query=query, mode=mode, top_k=top_k, filters=filters, vector=vector
     )
     timed("documents")
-    past, recent = past_future.result(), recent_future.result()
+    past, referenced = conversations.result()
     timed("conversations")
-    referenced = _referenced(project_id, query, vector, past, limits.referenced)
-    timed("referenced_documents")
     sources = [
         ("document", documents.items),
         ("past_conversation", past),

@@ -20,6 +20,24 @@ def conversation_brief(*, project_id: str, conversation_id: str, user_id: str | 
     return rows[0]["conversation"]
 
 
+def conversation_with_recent(
+    *, project_id: str, conversation_id: str, user_id: str | None, exclude: tuple[str, ...], limit: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The conversation's header (404 as `conversation_brief`) and its `limit` latest messages but
+    `exclude` and failed replies, newest first, in one read."""
+    rows = graph.read(
+        cypher.CONVERSATION_WITH_RECENT,
+        project_id=project_id,
+        id=conversation_id,
+        user_id=user_id,
+        exclude=list(exclude),
+        limit=limit,
+    )
+    if not rows:
+        raise NotFound("no such conversation in this project")
+    return rows[0]["conversation"], sorted(rows[0]["recent"], key=lambda m: -m["seq"])
+
+
 def conversation_references(
     *, project_id: str, conversation_id: str, user_id: str | None, limit: int, offset: int
 ) -> dict[str, Any]:

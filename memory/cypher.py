@@ -29,6 +29,10 @@ LABELS = {"summary": "ConversationSummary", "fact": "Fact", "preference": "Prefe
 # Neo4j 5.26 added HNSW build options (`vector.hnsw.m`, `vector.hnsw.ef_construction`); quantization
 # is configurable since 5.23.
 HNSW_OPTIONS_SINCE = (5, 26)
+# Neo4j 2026.01 added vector search with filters (Cypher 25's SEARCH clause): the index carries these
+# properties and narrows its nearest neighbours to one project's user itself (USER_VECTOR_SEARCH).
+FILTERED_VECTOR_SINCE = (2026, 1)
+VECTOR_INDEX_FILTERS = ("project_id", "user_id")
 
 
 def vector_index_config(*, hnsw_options: bool = True) -> dict[str, Any]:
@@ -56,14 +60,16 @@ def _cypher_literal(value: Any) -> str:
     return f"'{value}'" if isinstance(value, str) else str(int(value))  # settings' ints, fixed strings
 
 
-def index_statements(*, hnsw_options: bool = True) -> list[str]:
+def index_statements(*, hnsw_options: bool = True, filters: bool = False) -> list[str]:
     config = ", ".join(
         f"`{key}`: {_cypher_literal(value)}"
         for key, value in vector_index_config(hnsw_options=hnsw_options).items()
     )
+    vector = f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (m:Memory) ON (m.embedding) "
+    if filters:
+        vector = "CYPHER 25 " + vector + f"WITH [{', '.join(f'm.{p}' for p in VECTOR_INDEX_FILTERS)}] "
     return [
-        f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (m:Memory) ON (m.embedding) "
-        f"OPTIONS {{indexConfig: {{{config}}}}}",
+        vector + f"OPTIONS {{indexConfig: {{{config}}}}}",
         f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (m:Memory) ON EACH [m.text, m.scope_tokens]",
         f"CREATE FULLTEXT INDEX {LEVEL_FULLTEXT_INDEX} IF NOT EXISTS "
         "FOR (n:ConversationSummary|Fact|Preference) ON EACH [n.text, n.scope_tokens]",
@@ -191,6 +197,23 @@ WITH m, vector.similarity.cosine(m.embedding, $vector) AS score
 RETURN m.id AS id, score
 ORDER BY score DESC, id
 LIMIT $limit
+"""
+
+# One project user's messages nearest $vector, filtered inside the vector index (approximate, HNSW);
+# the index's $fetch nearest are narrowed by {scope} and scored exactly. `fetched` says how many the
+# index gave: fewer than $fetch means it gave every message of the user.
+USER_VECTOR_SEARCH = f"""
+CYPHER 25
+MATCH (m:Memory)
+  SEARCH m IN (
+    VECTOR INDEX {VECTOR_INDEX} FOR $vector
+    WHERE m.project_id = $project_id AND m.user_id = $user_id
+    LIMIT $fetch
+  )
+WITH collect(m) AS found
+RETURN size(found) AS fetched,
+       [m IN found WHERE {{scope}} AND m.embedding IS NOT NULL
+        | {{{{id: m.id, score: vector.similarity.cosine(m.embedding, $vector)}}}}] AS hits
 """
 
 FULLTEXT = """
@@ -831,9 +854,20 @@ ORDER BY m.seq DESC
 LIMIT $limit
 """
 
-CONVERSATION_SUMMARY_TEXT = """
-MATCH (c:Conversation {id: $id}) WHERE c.project_id = $project_id
-RETURN c.summary AS summary
+# A chat turn's one read of its conversation: the header (as CONVERSATION_BRIEF) and the latest
+# messages, newest first, with MEMORIES_HYDRATE's fields.
+CONVERSATION_WITH_RECENT = f"""
+MATCH (c:Conversation {{id: $id}}) WHERE c.project_id = $project_id AND {CONVERSATION_VISIBLE}
+CALL (c) {{
+  MATCH (m:Memory {{conversation_id: c.id}})
+  WHERE m.project_id = $project_id AND NOT m.id IN $exclude AND coalesce(m.status, 'stored') <> 'failed'
+  WITH m ORDER BY m.seq DESC LIMIT $limit
+  RETURN collect(m {{.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id,
+                     .message_id, .author_name, .conversation_id, .seq}}) AS recent
+}}
+RETURN c {{.id, .title, .summary, .sentiment, .application_id, .agent_id, .user_id, .thread_id, .started_at,
+          .ended_at, .message_count, accessibility: coalesce(c.accessibility, 'shared')}} AS conversation,
+       recent
 """
 
 CONVERSATION_TITLE = """

@@ -21,6 +21,7 @@ MIN_VECTOR_VERSION = (5, 11)
 logger = logging.getLogger("memory.indexes")
 
 _ready = False
+_filtered = False  # the vector index carries cypher.VECTOR_INDEX_FILTERS (Neo4j 2026.01+)
 _lock = threading.Lock()
 
 
@@ -51,7 +52,7 @@ def check_version(version: str) -> None:
 
 def ensure_memory_indexes(*, overwrite: bool = False) -> list[str]:
     """Create what is missing (all of it again with `overwrite`), once per process."""
-    global _ready
+    global _ready, _filtered
     if _ready and not overwrite:
         return []
     with _lock:
@@ -60,16 +61,44 @@ def ensure_memory_indexes(*, overwrite: bool = False) -> list[str]:
         version = str(graph.ping().get("version") or "")
         check_version(version)
         hnsw_options = _version(version) >= cypher.HNSW_OPTIONS_SINCE
-        statements = cypher.index_statements(hnsw_options=hnsw_options)
+        filters = _version(version) >= cypher.FILTERED_VECTOR_SINCE
+        statements = cypher.index_statements(hnsw_options=hnsw_options, filters=filters)
         if overwrite:
             for name in (cypher.VECTOR_INDEX, cypher.FULLTEXT_INDEX, cypher.LEVEL_FULLTEXT_INDEX):
                 graph.write(f"DROP INDEX {name} IF EXISTS")
+        elif filters:
+            _drop_unfiltered_vector_index()
         for statement in statements:
             graph.write(statement)
         graph.write("CALL db.awaitIndexes(300)")
         _report_config_drift(hnsw_options)
+        _filtered = filters
         _ready = True
         return statements
+
+
+def filtered_vector_index() -> bool:
+    """Whether user-filtered vector searches can go through the index (cypher.USER_VECTOR_SEARCH)."""
+    ensure_memory_indexes()
+    return _filtered
+
+
+def _drop_unfiltered_vector_index() -> None:
+    """A vector index built before the platform filtered by user inside it (or on an older Neo4j) is
+    rebuilt with the filter properties: dropped here, created again by the caller. Searches scan
+    exactly while it populates."""
+    rows = graph.read(
+        "SHOW VECTOR INDEXES YIELD name, properties WHERE name = $name RETURN properties",
+        name=cypher.VECTOR_INDEX,
+    )
+    if rows and not set(cypher.VECTOR_INDEX_FILTERS) <= set(rows[0]["properties"]):
+        logger.warning(
+            "the memory vector index %s is rebuilt with its filter properties (%s); searches of large "
+            "scopes scan exactly while it populates",
+            cypher.VECTOR_INDEX,
+            ", ".join(cypher.VECTOR_INDEX_FILTERS),
+        )
+        graph.write(f"DROP INDEX {cypher.VECTOR_INDEX} IF EXISTS")
 
 
 def _report_config_drift(hnsw_options: bool) -> None:

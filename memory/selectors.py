@@ -24,7 +24,7 @@ from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from memory import cypher
 from memory.dto import MemoryItem, MemorySearchResult
-from memory.indexes import ensure_memory_indexes
+from memory.indexes import ensure_memory_indexes, filtered_vector_index
 from memory.scope import SCOPE_KEYS, Scope, lucene_filter
 from retrieval import lucene, search_core
 from retrieval.dto import Candidate
@@ -96,6 +96,30 @@ class MessageSearch:
             )
         except ClientError:  # the index is not online (yet): the exact scan is always right
             return exact()
+
+    def user_vector_memories(self, limit: int, *, where: str, **extra: Any) -> Hits:
+        """The scope's user's messages nearest the query among those `where` keeps (fixed text over
+        `m`, values in `extra`). The vector index narrows its search to the project's user itself
+        (Neo4j 2026.01+): its RETRIEVAL_INDEX_MIN_CANDIDATES nearest are kept by `where` and scored
+        exactly, 4x more while too few survive and the user has more, and the scope is scanned exactly
+        past RETRIEVAL_MAX_INDEX_CANDIDATES, on an older server or while the index populates."""
+        if not filtered_vector_index():
+            return self.vector_memories(limit, where=where, **extra)
+        params = {**self.scope.params(), **extra}
+        query = cypher.USER_VECTOR_SEARCH.format(scope=where)
+        vector = self.vector()
+        fetch = max(settings.RETRIEVAL_INDEX_MIN_CANDIDATES, limit)
+        while True:
+            try:
+                row = self._timed("vector_index", query, vector=vector, fetch=fetch, **params)[0]
+            except ClientError:  # the index is populating: the exact scan is always right
+                return self.vector_memories(limit, where=where, **extra)
+            hits = sorted(_hits(row["hits"]), key=lambda h: (-h.score, h.chunk_id))
+            if len(hits) >= limit or row["fetched"] < fetch:
+                return hits[:limit]
+            if fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
+                return self.vector_memories(limit, where=where, **extra)
+            fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, fetch * 4)
 
     def fulltext_memories(self, limit: int) -> Hits:
         return self._fulltext(cypher.FULLTEXT_INDEX, self.scope, "", limit)

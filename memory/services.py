@@ -8,6 +8,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from django.conf import settings
+from django.db import transaction
 from neo4j import ManagedTransaction
 from neo4j.exceptions import ClientError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt
@@ -184,7 +186,8 @@ def memories_store(
     The three steps are also called one by one (a chat turn writes its question while it searches):
     `memories_store_plan` checks and prepares (400/413/503 before anything is written),
     `memories_store_write` writes to Neo4j alone (no Django database: safe on a worker thread), and
-    `memories_store_finish` queues the processing job."""
+    `memories_store_finish` queues the processing job. A store that queues one writes on a worker
+    thread while this one creates the job's row (`_store_and_queue`)."""
     plan = memories_store_plan(
         project_id=project_id,
         scope=scope,
@@ -193,7 +196,30 @@ def memories_store(
         process_with=process_with,
         embed_later=embed_later,
     )
+    if plan.rows and plan.queues:
+        return _store_and_queue(plan)
     return memories_store_finish(plan, memories_store_write(plan))
+
+
+# the Neo4j writes of stores that queue a job (Neo4j only: no SQL on these threads)
+_writes = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memory-store")
+
+
+def _store_and_queue(plan: StorePlan) -> StoreResult:
+    """Write the plan on a worker thread while the processing job's row is created here, in a
+    transaction the write's failure rolls back; the job's task is sent when the transaction commits,
+    after the write (the ids it names are the plan's)."""
+    writing: Future[dict[str, Any] | None] = _writes.submit(memories_store_write, plan)
+    try:
+        with transaction.atomic():
+            job_id = memories_queue_processing(
+                plan.project_id, [*plan.process_with, *(row["id"] for row in plan.rows)]
+            )
+            written = writing.result()
+    except BaseException:
+        wait([writing])  # the error is answered once the write has ended, not while it runs
+        raise
+    return _result(plan, written, job_id)
 
 
 @dataclass
@@ -219,8 +245,11 @@ def memories_store_plan(
     queue: bool = True,
     process_with: tuple[str, ...] = (),
     embed_later: bool = False,
+    embed: bool = True,
 ) -> StorePlan:
-    """Everything of `memories_store` before the write; nothing is written."""
+    """Everything of `memories_store` before the write; nothing is written. `embed` False: no
+    message is embedded here, the caller sets each row's `embedding` before `memories_store_write`
+    (a chat turn's question, embedded while the plan is made; a redacted text needs its own)."""
     scope.require()
     keep, skipped = _kept(messages)
     supplied = _supplied_embeddings([(p, m.embedding) for p, m in keep if m.embedding is not None])
@@ -233,7 +262,7 @@ def memories_store_plan(
         broker_ensure()  # the processing job is queued after the write
     if project.redact_pii_at_ingest:
         keep = _redacted(keep, supplied)
-    if not (embed_later and queues and not supplied):
+    if embed and not (embed_later and queues and not supplied):
         _embed_missing(keep, supplied)
     rows = [
         {
@@ -280,6 +309,15 @@ def memories_store_write(plan: StorePlan) -> dict[str, Any] | None:
 
 def memories_store_finish(plan: StorePlan, written: dict[str, Any] | None) -> StoreResult:
     """The store's result, after queueing its processing job (when it queues one)."""
+    job_id = None
+    if written is not None and plan.queues:
+        job_id = memories_queue_processing(
+            plan.project_id, [*plan.process_with, *(s["id"] for s in written["stored"])]
+        )
+    return _result(plan, written, job_id)
+
+
+def _result(plan: StorePlan, written: dict[str, Any] | None, job_id: str | None) -> StoreResult:
     if written is None:
         return StoreResult(conversation_id=None, stored=[], skipped=plan.skipped, job_id=None)
     stored = [
@@ -287,9 +325,6 @@ def memories_store_finish(plan: StorePlan, written: dict[str, Any] | None) -> St
         | ({"references": plan.references[i]} if plan.references[i] else {})
         for i, s in enumerate(written["stored"])
     ]
-    job_id = None
-    if plan.queues:
-        job_id = memories_queue_processing(plan.project_id, [*plan.process_with, *(s["id"] for s in stored)])
     return StoreResult(
         conversation_id=written["conversation_id"], stored=stored, skipped=plan.skipped, job_id=job_id
     )

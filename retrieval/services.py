@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import Future
 from typing import Any
 
 from django.conf import settings
@@ -20,7 +21,7 @@ from knowledge.pipeline.parsing import standardise_source_path
 from retrieval import cypher, profiles
 from retrieval.dto import Candidate, Scope, SearchFilters, SearchItem, SearchResult
 from retrieval.models import RetrievalProfile, RetrievalProfileVersion
-from retrieval.retrievers import RETRIEVERS, HybridRetriever, Query
+from retrieval.retrievers import RETRIEVERS, HybridRetriever, Query, VectorRetriever
 from retrieval.selectors import profile_get
 
 
@@ -127,11 +128,12 @@ def search_run(
     include_context: bool = False,
     feedback: bool | None = None,
     debug: bool = False,
-    vector: list[float] | None = None,
+    vector: list[float] | Future[list[float]] | None = None,
 ) -> SearchResult:
     """`feedback` turns hybrid's feedback round on or off for this search (None: the setting);
     `debug` returns what graph mode linked and seeded; `vector` is the query's embedding when the
-    caller has it already (computed here otherwise, and only if a retriever needs it)."""
+    caller has it already, or the Future of one being computed (taken only when a retriever needs
+    it: hybrid's fulltext query runs meanwhile), computed here otherwise."""
     started = time.perf_counter()
     if mode not in RETRIEVERS:
         raise InvalidInput(f"unknown mode {mode!r}", details={"field": "mode", "modes": sorted(RETRIEVERS)})
@@ -139,7 +141,11 @@ def search_run(
     if mode != "fulltext":
         project_embedder_check(project=Project.objects.get(pk=project_id))
     ensure_schema()
-    q = Query(text=query, embed=get_embedder().embed_one, _vector=vector)
+    if isinstance(vector, Future):
+        pending = vector
+        q = Query(text=query, embed=lambda _text: pending.result())
+    else:
+        q = Query(text=query, embed=get_embedder().embed_one, _vector=vector)
     scope = _scope(project_id, filters or SearchFilters())
     ranked: list[Candidate] = []
     if scope is not None:
@@ -162,6 +168,20 @@ def search_run(
         debug=q.debug if debug else None,
         fallback=q.fallback,
     )
+
+
+def chunks_nearest(
+    *, project_id: str, document_ids: list[str], vector: list[float], top_k: int
+) -> list[SearchItem]:
+    """The `top_k` chunks of these documents nearest `vector`, ranked as vector search ranks them.
+    Neo4j only, no SQL (callable from a worker thread): the caller has checked the project's
+    embedder, as `search_run` does."""
+    if not document_ids:
+        return []
+    ensure_schema()
+    scope = Scope(project_id=project_id, document_ids=sorted(set(document_ids)))
+    query = Query(text="", embed=get_embedder().embed_one, _vector=vector)
+    return _enrich(project_id, VectorRetriever(scope=scope).search(query, limit=top_k), None)[:top_k]
 
 
 # --- profiles ---------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.conf import settings
 
@@ -75,6 +76,17 @@ def get_embedder() -> Embedder:
         if key not in _cache:
             _cache[key] = make_embedder(provider=key[0], model=key[1], dimensions=key[2])
         return _cache[key]
+
+
+# Embeddings computed while the caller does other work. This pool runs nothing else, so a task
+# elsewhere may wait on one of its Futures without ever waiting on itself.
+_soon = ThreadPoolExecutor(max_workers=2, thread_name_prefix="embed-soon")
+
+
+def embed_soon(text: str) -> Future[list[float]]:
+    """The configured embedder's vector of `text`, computed on a worker thread; the caller goes on
+    (its database reads, a fulltext query) and takes the vector from the Future when it needs it."""
+    return _soon.submit(lambda: get_embedder().embed_one(text))
 
 
 def warm_in_background() -> threading.Thread:

@@ -121,3 +121,50 @@ def test_another_users_or_projects_conversation_is_not_found_and_bad_input_is_re
     ):
         assert search(client, pid, query=TRAM, conversation=conversation).status_code == 400, conversation
     assert search(client, pid, **_body(ids), profile="default").status_code == 400
+
+
+def test_past_messages_come_through_the_user_filtered_index_and_match_the_exact_scan(settings) -> None:  # type: ignore[no-untyped-def]
+    """The past-conversation source asks the vector index for the user's messages only (Neo4j 2026.01+
+    filters inside the index): on 600 random vectors of one user among 1,200, its top 5 for 10 queries
+    are the exact top 5 of the user's messages outside the current conversation (or nearly: the
+    index is approximate), and the current conversation, other users and private messages never
+    appear."""
+    import numpy as np
+
+    from memory import cypher
+    from memory.indexes import filtered_vector_index
+    from memory.scope import Scope
+    from memory.selectors import MessageSearch
+
+    tenant = make_tenant("conv-past-index")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    rng = np.random.default_rng(7)
+
+    def unit(n: int) -> np.ndarray:
+        vectors = rng.standard_normal((n, 384)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    for user_id, threads in (("ana", 6), ("bo", 6)):
+        for t in range(threads):
+            messages = [user(f"{user_id} {t} note {i}", embedding=v.tolist()) for i, v in enumerate(unit(100))]
+            assert store(client, pid, messages, user_id=user_id, thread_id=f"t{t}").status_code == 201
+    rows = graph.read(
+        "MATCH (m:Memory {project_id: $p, user_id: 'ana'}) "
+        "RETURN m.id AS id, m.embedding AS e, m.conversation_id AS c, m.thread_id AS t",
+        p=pid,
+    )
+    current = next(r["c"] for r in rows if r["t"] == "t0")
+    private = next(r["c"] for r in rows if r["t"] == "t1")
+    graph.write("MATCH (m:Memory {conversation_id: $c}) SET m.accessibility = 'private'", c=private)
+    eligible = [r for r in rows if r["c"] not in (current, private)]
+    stored = np.asarray([r["e"] for r in eligible], dtype=np.float32)
+    assert filtered_vector_index()  # the suite's Neo4j is 2026.01 or later
+    found = 0
+    for q in unit(10):
+        search = MessageSearch(project_id=pid, scope=Scope(user_id="ana"), query="", vector=q.tolist())
+        hits = search.user_vector_memories(5, where=cypher.PAST_MESSAGES_WHERE, current_conversation=current)
+        assert "vector_index" in search.timings_ms and "vector" not in search.timings_ms
+        exact = {eligible[i]["id"] for i in np.argsort(-(stored @ q))[:5]}
+        assert {h.chunk_id for h in hits} <= {r["id"] for r in eligible}
+        found += len({h.chunk_id for h in hits} & exact)
+    assert found >= 48  # of 50

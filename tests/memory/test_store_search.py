@@ -385,3 +385,56 @@ def test_hybrid_memory_search_fuses_as_the_fusion_setting_says(settings, fusion_
     assert rrf != linear  # the two fusions rank these memories differently: the setting is visible
     hybrid = [c.chunk_id for c in ranking("hybrid")]
     assert hybrid == (rrf if fusion_kind == "rrf" else linear)
+
+
+def test_a_vector_index_without_the_filter_properties_is_rebuilt_with_them(default_memory_indexes, caplog) -> None:  # type: ignore[no-untyped-def]
+    """An index built before searches filtered by user inside it (or on an older server) lacks the
+    filter properties: the next process rebuilds it with them, says so, and searches go on."""
+    graph.write(f"DROP INDEX {cypher.VECTOR_INDEX} IF EXISTS")
+    graph.write(
+        f"CREATE VECTOR INDEX {cypher.VECTOR_INDEX} FOR (m:Memory) ON (m.embedding) "
+        "OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}}"
+    )
+
+    def properties() -> list[str]:
+        return graph.read(
+            "SHOW VECTOR INDEXES YIELD name, properties WHERE name = $n RETURN properties", n=cypher.VECTOR_INDEX
+        )[0]["properties"]
+
+    assert properties() == ["embedding"]
+    forget_ready()
+    with caplog.at_level("WARNING", logger="memory.indexes"):
+        ensure_memory_indexes()
+    assert "rebuilt with its filter properties (project_id, user_id)" in caplog.text
+    assert properties() == ["embedding", "project_id", "user_id"]
+    caplog.clear()
+    forget_ready()
+    with caplog.at_level("WARNING", logger="memory.indexes"):
+        ensure_memory_indexes()  # built right: left alone
+    assert caplog.text == ""
+
+
+def test_a_store_whose_write_fails_leaves_no_processing_job(settings) -> None:  # type: ignore[no-untyped-def]
+    """A store that queues a job writes on a worker thread while the job's row is created: when the
+    write fails, the row is rolled back with it and nothing is stored."""
+    from core.models import Job
+    from memory.dto import MessageInput
+    from memory.scope import Scope
+    from memory.services import _store_and_queue, memories_store_plan
+
+    settings.MEMORY_PROCESS_ON_STORE = True
+    tenant = make_tenant("mem-write-fails")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    taken = store(client, pid, [user("the first note")], user_id="u").json()["stored"][0]["id"]
+    jobs = Job.objects.filter(project_id=pid).count()
+    plan = memories_store_plan(
+        project_id=pid, scope=Scope(user_id="u"), messages=[MessageInput("user", "a second note")]
+    )
+    assert plan.queues
+    plan.rows[0]["id"] = taken  # the write breaks the uniqueness of Memory.id
+    with pytest.raises(Exception, match="already exists"):
+        _store_and_queue(plan)
+    assert Job.objects.filter(project_id=pid).count() == jobs
+    assert graph.read("MATCH (m:Memory {project_id: $p}) RETURN collect(m.text) AS t", p=pid)[0]["t"] == [
+        "the first note"
+    ]
