@@ -387,6 +387,7 @@ class ChatOutputSerializer(serializers.Serializer):
     conversation_id = serializers.CharField(allow_null=True)
     message_id = serializers.CharField(allow_null=True)
     reply_id = serializers.CharField(allow_null=True)
+    job_id = serializers.CharField(allow_null=True)
     answer = serializers.CharField()
     references = ChatReferenceSerializer(many=True)
     answer_with_references = serializers.CharField()

@@ -72,6 +72,7 @@ class ChatTurn:
     references: list[dict[str, Any]]
     answer_with_references: str
     mode: str
+    job_id: str | None = None  # the processing job of both messages, when one was queued
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -353,7 +354,7 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
             question.kept()
         raise
     clock("answer")
-    reply_id = None
+    reply_id = job_id = None
     if turn.persist:
         refs = tuple(ref["document_id"] for ref in references)
         reply = memories_store(
@@ -363,7 +364,7 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
             process_with=(message_id,) if message_id else (),
             embed_later=True,
         )
-        reply_id = reply.stored[0]["id"] if reply.stored else None
+        reply_id, job_id = (reply.stored[0]["id"] if reply.stored else None), reply.job_id
     clock("store_reply")
     progress.phase("completed", "Answered", pct=100)
     return ChatTurn(
@@ -375,6 +376,7 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
         references=references,
         answer_with_references=references_block(answer, references),
         mode=mode,
+        job_id=job_id,
         timings_ms=clock.total(),
     )
 

@@ -117,6 +117,7 @@ def test_one_job_processes_both_messages_and_embeds_the_reply(settings) -> None:
     question, reply = body["message_id"], body["reply_id"]
     jobs = list(Job.objects.filter(project_id=pid, kind="memory_process"))
     assert [job.inputs["memory_ids"] for job in jobs] == [[question, reply]]
+    assert body["job_id"] == jobs[0].id  # the client can follow it
     # the question was embedded for the search; the reply is embedded by the job
     assert _embedded(body["conversation_id"]) == {question: True, reply: False}
     memory_process.apply(args=(jobs[0].id,))
@@ -185,6 +186,7 @@ def test_persist_false_stores_nothing_and_rag_false_uses_no_documents(settings) 
     looked = chat(reader, pid, message="Which tram climbs to the castle?", user_id="ana", persist=False)
     assert looked.status_code == 200, looked.json()
     assert looked.json()["conversation_id"] is None and looked.json()["references"]
+    assert looked.json()["job_id"] is None
     assert count("Memory", pid) == 0 and count("Conversation", pid) == 0
     assert chat(reader, pid, message="hello", user_id="ana").status_code == 403
 
