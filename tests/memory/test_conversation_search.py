@@ -146,7 +146,9 @@ def test_past_messages_come_through_the_user_filtered_index_and_match_the_exact_
 
     for user_id, threads in (("ana", 6), ("bo", 6)):
         for t in range(threads):
-            messages = [user(f"{user_id} {t} note {i}", embedding=v.tolist()) for i, v in enumerate(unit(100))]
+            messages = [
+                user(f"{user_id} {t} note {i}", embedding=v.tolist()) for i, v in enumerate(unit(100))
+            ]
             assert store(client, pid, messages, user_id=user_id, thread_id=f"t{t}").status_code == 201
     rows = graph.read(
         "MATCH (m:Memory {project_id: $p, user_id: 'ana'}) "

@@ -387,7 +387,9 @@ def test_hybrid_memory_search_fuses_as_the_fusion_setting_says(settings, fusion_
     assert hybrid == (rrf if fusion_kind == "rrf" else linear)
 
 
-def test_a_vector_index_without_the_filter_properties_is_rebuilt_with_them(default_memory_indexes, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_vector_index_without_the_filter_properties_is_rebuilt_with_them(
+    default_memory_indexes, caplog
+) -> None:  # type: ignore[no-untyped-def]
     """An index built before searches filtered by user inside it (or on an older server) lacks the
     filter properties: the next process rebuilds it with them, says so, and searches go on."""
     graph.write(f"DROP INDEX {cypher.VECTOR_INDEX} IF EXISTS")
@@ -398,7 +400,8 @@ def test_a_vector_index_without_the_filter_properties_is_rebuilt_with_them(defau
 
     def properties() -> list[str]:
         return graph.read(
-            "SHOW VECTOR INDEXES YIELD name, properties WHERE name = $n RETURN properties", n=cypher.VECTOR_INDEX
+            "SHOW VECTOR INDEXES YIELD name, properties WHERE name = $n RETURN properties",
+            n=cypher.VECTOR_INDEX,
         )[0]["properties"]
 
     assert properties() == ["embedding"]
