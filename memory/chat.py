@@ -129,7 +129,6 @@ def _conversation(project_id: str, turn: ChatTurnInput) -> tuple[Scope, _Context
         project_id=project_id,
         conversation_id=turn.conversation_id,
         user_id=turn.user_id,
-        exclude=(),
         limit=max(settings.CHAT_HISTORY_MESSAGES, settings.CONVERSATION_SEARCH_RECENT),
     )
     scope = Scope(

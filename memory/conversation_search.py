@@ -174,7 +174,6 @@ def conversation_search(
         project_id=project_id,
         conversation_id=conversation.conversation_id,
         user_id=conversation.user_id,
-        exclude=(),
         limit=limits.recent,
     )
     return conversation_sources(

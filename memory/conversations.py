@@ -21,16 +21,15 @@ def conversation_brief(*, project_id: str, conversation_id: str, user_id: str | 
 
 
 def conversation_with_recent(
-    *, project_id: str, conversation_id: str, user_id: str | None, exclude: tuple[str, ...], limit: int
+    *, project_id: str, conversation_id: str, user_id: str | None, limit: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The conversation's header (404 as `conversation_brief`) and its `limit` latest messages but
-    `exclude` and failed replies, newest first, in one read."""
+    failed replies, newest first, in one read."""
     rows = graph.read(
         cypher.CONVERSATION_WITH_RECENT,
         project_id=project_id,
         id=conversation_id,
         user_id=user_id,
-        exclude=list(exclude),
         limit=limit,
     )
     if not rows:

@@ -233,12 +233,15 @@ ORDER BY m.timestamp DESC, m.seq DESC, m.id
 LIMIT $limit
 """
 
-MEMORIES_HYDRATE = """
+# a message as reads return it (MEMORIES_HYDRATE, CONVERSATION_WITH_RECENT)
+_MEMORY_FIELDS = """.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id,
+.message_id, .author_name, .conversation_id, .seq"""
+
+MEMORIES_HYDRATE = f"""
 UNWIND $ids AS wanted
-MATCH (m:Memory {id: wanted})
+MATCH (m:Memory {{id: wanted}})
 WHERE m.project_id = $project_id
-RETURN m {.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
-          .author_name, .conversation_id, .seq} AS memory
+RETURN m {{{_MEMORY_FIELDS}}} AS memory
 """
 
 # Summaries, facts and preferences of a scope, scored exactly against the query vector.
@@ -801,10 +804,13 @@ RETURN size(ss) AS summaries
 CONVERSATION_VISIBLE = """($user_id IS NULL OR c.user_id = $user_id)
   AND (coalesce(c.accessibility, 'shared') <> 'private' OR c.user_id = $user_id)"""
 
+# a conversation's header as reads return it (CONVERSATION_BRIEF, CONVERSATION_WITH_RECENT)
+_CONVERSATION_FIELDS = """.id, .title, .summary, .sentiment, .application_id, .agent_id, .user_id,
+.thread_id, .started_at, .ended_at, .message_count, accessibility: coalesce(c.accessibility, 'shared')"""
+
 CONVERSATION_BRIEF = f"""
 MATCH (c:Conversation {{id: $id}}) WHERE c.project_id = $project_id AND {CONVERSATION_VISIBLE}
-RETURN c {{.id, .title, .summary, .sentiment, .application_id, .agent_id, .user_id, .thread_id, .started_at,
-          .ended_at, .message_count, accessibility: coalesce(c.accessibility, 'shared')}} AS conversation
+RETURN c {{{_CONVERSATION_FIELDS}}} AS conversation
 """
 
 # The documents a conversation's messages reference, with how often and when.
@@ -846,28 +852,17 @@ WHERE m.project_id = $project_id
 RETURN DISTINCT d.id AS id
 """
 
-CONVERSATION_RECENT = """
-MATCH (m:Memory {conversation_id: $conversation_id})
-WHERE m.project_id = $project_id AND NOT m.id IN $exclude AND coalesce(m.status, 'stored') <> 'failed'
-RETURN m.id AS id
-ORDER BY m.seq DESC
-LIMIT $limit
-"""
-
-# A chat turn's one read of its conversation: the header (as CONVERSATION_BRIEF) and the latest
-# messages, newest first, with MEMORIES_HYDRATE's fields.
+# One read of a conversation: its header (as CONVERSATION_BRIEF) and its latest messages but failed
+# replies, newest first (as MEMORIES_HYDRATE gives them).
 CONVERSATION_WITH_RECENT = f"""
 MATCH (c:Conversation {{id: $id}}) WHERE c.project_id = $project_id AND {CONVERSATION_VISIBLE}
 CALL (c) {{
   MATCH (m:Memory {{conversation_id: c.id}})
-  WHERE m.project_id = $project_id AND NOT m.id IN $exclude AND coalesce(m.status, 'stored') <> 'failed'
+  WHERE m.project_id = $project_id AND coalesce(m.status, 'stored') <> 'failed'
   WITH m ORDER BY m.seq DESC LIMIT $limit
-  RETURN collect(m {{.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id,
-                     .message_id, .author_name, .conversation_id, .seq}}) AS recent
+  RETURN collect(m {{{_MEMORY_FIELDS}}}) AS recent
 }}
-RETURN c {{.id, .title, .summary, .sentiment, .application_id, .agent_id, .user_id, .thread_id, .started_at,
-          .ended_at, .message_count, accessibility: coalesce(c.accessibility, 'shared')}} AS conversation,
-       recent
+RETURN c {{{_CONVERSATION_FIELDS}}} AS conversation, recent
 """
 
 CONVERSATION_TITLE = """

@@ -103,8 +103,12 @@ class MessageSearch:
         (Neo4j 2026.01+): its RETRIEVAL_INDEX_MIN_CANDIDATES nearest are kept by `where` and scored
         exactly, 4x more while too few survive and the user has more, and the scope is scanned exactly
         past RETRIEVAL_MAX_INDEX_CANDIDATES, on an older server or while the index populates."""
-        if not filtered_vector_index():
+
+        def exact() -> Hits:
             return self.vector_memories(limit, where=where, **extra)
+
+        if not filtered_vector_index():
+            return exact()
         params = {**self.scope.params(), **extra}
         query = cypher.USER_VECTOR_SEARCH.format(scope=where)
         vector = self.vector()
@@ -113,12 +117,12 @@ class MessageSearch:
             try:
                 row = self._timed("vector_index", query, vector=vector, fetch=fetch, **params)[0]
             except ClientError:  # the index is populating: the exact scan is always right
-                return self.vector_memories(limit, where=where, **extra)
+                return exact()
             hits = sorted(_hits(row["hits"]), key=lambda h: (-h.score, h.chunk_id))
             if len(hits) >= limit or row["fetched"] < fetch:
                 return hits[:limit]
             if fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
-                return self.vector_memories(limit, where=where, **extra)
+                return exact()
             fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, fetch * 4)
 
     def fulltext_memories(self, limit: int) -> Hits:
