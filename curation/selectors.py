@@ -29,7 +29,7 @@ class Kind:
     order: str
     columns: tuple[str, ...]
     time_order: bool = True
-    time_type: str = "iso"  # iso text, Neo4j datetime or epoch milliseconds
+    time_type: str = "iso"  # iso text, Neo4j datetime or epoch seconds (ADK's float time)
     user_property: str | None = "user_id"
     fulltext: str | None = None  # index searched by `q`
     search_via: str | None = None  # a property of the hit that names the listed node
@@ -97,7 +97,7 @@ KINDS: dict[str, Kind] = {
             "Session",
             "last_update_time",
             ("app_name", "user_id", "session_id", "event_count", "last_update_time"),
-            time_type="epoch_ms",
+            time_type="epoch_s",
             search_property="session_id",
         ),
     )
@@ -131,8 +131,8 @@ def _time_bound(kind: Kind, day: date, *, end: bool) -> tuple[str, Any]:
     moment = datetime.combine(day + timedelta(days=1) if end else day, time.min, tzinfo=UTC)
     if kind.time_type == "datetime":
         return "datetime(${})", moment.isoformat()
-    if kind.time_type == "epoch_ms":
-        return "${}", int(moment.timestamp() * 1000)
+    if kind.time_type == "epoch_s":
+        return "${}", moment.timestamp()
     return "${}", moment.strftime(TIMESTAMP_FORMAT)
 
 

@@ -17,21 +17,35 @@ from rest_framework.response import Response
 from core.api.base import ProjectApi, StrictSerializer
 from core.errors import InvalidInput, NotFound
 from memory.services import normalise_timestamp
-from sessions_graph import memory, selectors, services
+from sessions_graph import ids, memory, selectors, services
 
-MAX_NAME_CHARS = 256
+MAX_NAME_CHARS = ids.MAX_ID_CHARS
+PATH_IDS = frozenset({"app_name", "user_id", "session_id", "memory_id"})
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # event times are ADK's float seconds; they must be a time (memory turns them into ISO-8601 dates)
 MIN_EVENT_SECONDS = datetime(1, 1, 2, tzinfo=UTC).timestamp()
 MAX_EVENT_SECONDS = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
 
 
-def _names(**names: str) -> None:
-    for field, value in names.items():
-        if not value or len(value) > MAX_NAME_CHARS or "\x00" in value:
-            raise InvalidInput(
-                f"{field} must be 1-{MAX_NAME_CHARS} characters without NUL", details={"field": field}
-            )
+class SessionsApi(ProjectApi):
+    """A view whose path carries app, user, session or memory ids: each is decoded and checked by the
+    id rule (sessions_graph.ids) before the handler sees it. A bad id is a 400, raised after
+    authentication so an anonymous caller still gets 401."""
+
+    _bad_id: InvalidInput | None = None
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        self._bad_id = None
+        try:
+            kwargs = {k: ids.from_path(v, k) if k in PATH_IDS else v for k, v in kwargs.items()}
+        except InvalidInput as exc:
+            self._bad_id = exc
+        return super().dispatch(request, *args, **kwargs)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if self._bad_id is not None:
+            raise self._bad_id
 
 
 def _int_param(request: Request, name: str, *, low: int, high: int, default: int | None) -> int | None:
@@ -66,41 +80,68 @@ def _cursor_out(cursor: tuple[Any, ...] | None) -> str | None:
     return base64.urlsafe_b64encode(json.dumps(list(cursor)).encode()).decode()
 
 
-def _cursor_parts(raw: str, names: int) -> list[Any]:
-    """A cursor's (last_update_time, then `names` strings), or 400."""
+def _time(value: Any) -> bool:
+    """A time this API issued: a finite number of seconds (not a bool; an integer within 64 bits, as a
+    larger one cannot be a Neo4j parameter)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return INT64_MIN <= value <= INT64_MAX if isinstance(value, int) else math.isfinite(value)
+
+
+def _cursor_parts(raw: str, names: int, *, field: str = "cursor", rest: type = str) -> list[Any]:
+    """A cursor's (last_update_time, then `names` values of type `rest`), or 400."""
     try:
         parts = json.loads(base64.urlsafe_b64decode(raw.encode()))
         if (
             not isinstance(parts, list)
             or len(parts) != names + 1
-            or not isinstance(parts[0], int)
-            or isinstance(parts[0], bool)
-            # a time this API issued is a Neo4j integer: 64 bits (a larger one cannot be a parameter)
-            or not INT64_MIN <= parts[0] <= INT64_MAX
-            or not all(isinstance(p, str) for p in parts[1:])
+            or not _time(parts[0])
+            or not all(isinstance(p, rest) and not isinstance(p, bool) for p in parts[1:])
+            # an integer this API issued fits Neo4j's 64 bits (a larger one cannot be a parameter)
+            or not all(INT64_MIN <= p <= INT64_MAX for p in parts[1:] if isinstance(p, int))
         ):
             raise ValueError
         return parts
     except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not one this API issued", details={"field": "cursor"}) from exc
+        raise InvalidInput(f"{field} is not one this API issued", details={"field": field}) from exc
 
 
-def _cursor_in(raw: str | None) -> tuple[int, str] | None:
+def _events_cursor_in(raw: str | None) -> tuple[float, int] | None:
+    if not raw:
+        return None
+    timestamp, seq = _cursor_parts(raw, 1, field="events_cursor", rest=int)
+    return float(timestamp), seq
+
+
+def _cursor_in(raw: str | None) -> tuple[float, str] | None:
     if not raw:
         return None
     ltu, sid = _cursor_parts(raw, 1)
     return ltu, sid
 
 
-def _app_cursor_in(raw: str | None) -> tuple[int, str, str] | None:
+def _app_cursor_in(raw: str | None) -> tuple[float, str, str] | None:
     if not raw:
         return None
     ltu, user, sid = _cursor_parts(raw, 2)
     return ltu, user, sid
 
 
+class SessionIdField(serializers.CharField):
+    """A session id in a body: trimmed, checked by the id rule; blank is None ("generate one")."""
+
+    def __init__(self) -> None:
+        super().__init__(required=False, allow_null=True, allow_blank=True, trim_whitespace=False)
+
+    def to_internal_value(self, data: Any) -> str | None:
+        try:
+            return ids.session_id_given(super().to_internal_value(data))
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.message) from exc
+
+
 class SessionCreateSerializer(StrictSerializer):
-    session_id = serializers.CharField(max_length=MAX_NAME_CHARS, required=False, allow_null=True)
+    session_id = SessionIdField()
     state = serializers.DictField(required=False)
 
 
@@ -224,8 +265,11 @@ class MemoryEventField(serializers.DictField):
 
 class EventAppendSerializer(StrictSerializer):
     event = EventField()
-    expected_last_update_time = serializers.IntegerField(
+    expected_revision = serializers.IntegerField(
         required=False, allow_null=True, min_value=0, max_value=INT64_MAX
+    )
+    expected_last_update_time = serializers.FloatField(
+        required=False, allow_null=True, min_value=MIN_EVENT_SECONDS, max_value=MAX_EVENT_SECONDS
     )
 
     def validate_event(self, value: dict[str, Any]) -> dict[str, Any]:
@@ -235,14 +279,13 @@ class EventAppendSerializer(StrictSerializer):
         return value
 
 
-class SessionListCreateApi(ProjectApi):
+class SessionListCreateApi(SessionsApi):
     @extend_schema(
         operation_id="sessions_list",
         parameters=[OpenApiParameter("limit", int), OpenApiParameter("cursor", str)],
         responses={200: dict},
     )
     def get(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
-        _names(app_name=app_name, user_id=user_id)
         limit = _int_param(request, "limit", low=1, high=10_000, default=100)
         assert limit is not None
         sessions, cursor = selectors.session_list(
@@ -256,12 +299,9 @@ class SessionListCreateApi(ProjectApi):
 
     @extend_schema(request=SessionCreateSerializer, responses={201: dict})
     def post(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
-        _names(app_name=app_name, user_id=user_id)
         params = SessionCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        if data.get("session_id") is not None:
-            _names(session_id=data["session_id"])
         session = services.session_create(
             project_id=project_id,
             app_name=app_name,
@@ -272,7 +312,7 @@ class SessionListCreateApi(ProjectApi):
         return Response(session, status=status.HTTP_201_CREATED)
 
 
-class AppSessionListApi(ProjectApi):
+class AppSessionListApi(SessionsApi):
     """Every user's sessions of an app (ADK's `list_sessions` without a user)."""
 
     @extend_schema(
@@ -280,7 +320,6 @@ class AppSessionListApi(ProjectApi):
         responses={200: dict},
     )
     def get(self, request: Request, project_id: str, app_name: str) -> Response:
-        _names(app_name=app_name)
         limit = _int_param(request, "limit", low=1, high=10_000, default=100)
         assert limit is not None
         sessions, cursor = selectors.app_session_list(
@@ -292,25 +331,24 @@ class AppSessionListApi(ProjectApi):
         return Response({"sessions": sessions, "next_cursor": _cursor_out(cursor)})
 
 
-class UserStateApi(ProjectApi):
+class UserStateApi(SessionsApi):
     """The user's state shared by all their sessions of the app (`user:` keys, without the prefix)."""
 
     @extend_schema(responses={200: dict})
     def get(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
-        _names(app_name=app_name, user_id=user_id)
         return Response(
             {"state": selectors.user_state(project_id=project_id, app_name=app_name, user_id=user_id)}
         )
 
 
-class SessionDetailApi(ProjectApi):
+class SessionDetailApi(SessionsApi):
     @extend_schema(
         operation_id="session_get",
         parameters=[
             OpenApiParameter("num_recent_events", int),
             OpenApiParameter("after_timestamp", float),
             OpenApiParameter("events_limit", int),
-            OpenApiParameter("events_cursor", int),
+            OpenApiParameter("events_cursor", str),
         ],
         responses={200: dict},
     )
@@ -319,7 +357,6 @@ class SessionDetailApi(ProjectApi):
     ) -> Response:
         """The session and one page of its events, oldest first: at most `events_limit` (default and
         maximum SESSION_EVENTS_PAGE_MAX); `next_events_cursor` is set when more follow."""
-        _names(app_name=app_name, user_id=user_id, session_id=session_id)
         page_max = settings.SESSION_EVENTS_PAGE_MAX
         session = selectors.session_get(
             project_id=project_id,
@@ -329,17 +366,17 @@ class SessionDetailApi(ProjectApi):
             num_recent_events=_int_param(request, "num_recent_events", low=0, high=100_000, default=None),
             after_timestamp=_float_param(request, "after_timestamp"),
             events_limit=_int_param(request, "events_limit", low=1, high=page_max, default=page_max),
-            events_after_seq=_int_param(request, "events_cursor", low=0, high=2**62, default=None),
+            events_after=_events_cursor_in(request.query_params.get("events_cursor")),
         )
         if session is None:
             raise NotFound("session not found")
+        session["next_events_cursor"] = _cursor_out(session["next_events_cursor"])
         return Response(session)
 
     @extend_schema(responses={204: None})
     def delete(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
-        _names(app_name=app_name, user_id=user_id, session_id=session_id)
         services.session_delete(
             project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id
         )
@@ -353,37 +390,33 @@ def _if_match(request: Request) -> int | None:
     try:
         return int(raw.strip().strip('"'))
     except ValueError as exc:
-        raise InvalidInput(
-            "If-Match must be the session's last_update_time", details={"field": "If-Match"}
-        ) from exc
+        raise InvalidInput("If-Match must be the session's revision", details={"field": "If-Match"}) from exc
 
 
-class EventAppendApi(ProjectApi):
+class EventAppendApi(SessionsApi):
     @extend_schema(request=EventAppendSerializer, responses={201: dict})
     def post(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
-        _names(app_name=app_name, user_id=user_id, session_id=session_id)
         params = EventAppendSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
         expected = _if_match(request)
         if expected is None:
-            expected = data.get("expected_last_update_time")
+            expected = data.get("expected_revision")
         written = services.event_append(
             project_id=project_id,
             app_name=app_name,
             user_id=user_id,
             session_id=session_id,
             event=data["event"],
-            expected_last_update_time=expected,
+            expected_revision=expected,
+            expected_last_update_time=data.get("expected_last_update_time"),
         )
-        return Response(
-            written, status=status.HTTP_201_CREATED, headers={"ETag": str(written["last_update_time"])}
-        )
+        return Response(written, status=status.HTTP_201_CREATED, headers={"ETag": f'"{written["revision"]}"'})
 
 
-class SessionTimelineApi(ProjectApi):
+class SessionTimelineApi(SessionsApi):
     @extend_schema(
         parameters=[OpenApiParameter("after_seq", int), OpenApiParameter("limit", int)],
         responses={200: dict},
@@ -391,7 +424,6 @@ class SessionTimelineApi(ProjectApi):
     def get(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
-        _names(app_name=app_name, user_id=user_id, session_id=session_id)
         items = selectors.session_timeline(
             project_id=project_id,
             app_name=app_name,
@@ -403,19 +435,18 @@ class SessionTimelineApi(ProjectApi):
         return Response({"events": items})
 
 
-class SessionToolStatsApi(ProjectApi):
+class SessionToolStatsApi(SessionsApi):
     @extend_schema(responses={200: dict})
     def get(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
-        _names(app_name=app_name, user_id=user_id, session_id=session_id)
         tools = selectors.session_tool_stats(
             project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id
         )
         return Response({"tools": tools})
 
 
-class SessionStateHistoryApi(ProjectApi):
+class SessionStateHistoryApi(SessionsApi):
     @extend_schema(
         parameters=[OpenApiParameter("key", str), OpenApiParameter("limit", int)],
         responses={200: dict},
@@ -423,7 +454,6 @@ class SessionStateHistoryApi(ProjectApi):
     def get(
         self, request: Request, project_id: str, app_name: str, user_id: str, session_id: str
     ) -> Response:
-        _names(app_name=app_name, user_id=user_id, session_id=session_id)
         key = request.query_params.get("key") or None
         history = selectors.session_state_history(
             project_id=project_id,
@@ -469,7 +499,7 @@ class MemoryItemSerializer(StrictSerializer):
 
 
 class MemoryAddSerializer(StrictSerializer):
-    session_id = serializers.CharField(max_length=MAX_NAME_CHARS, required=False, allow_null=True)
+    session_id = SessionIdField()
     events = serializers.ListField(child=MemoryEventField(), required=False, max_length=1000)
     memories = MemoryItemSerializer(many=True, required=False, max_length=1000)
 
@@ -509,18 +539,15 @@ def _requested_by(request: Request) -> str:
     return f"api_key:kp_{prefix}" if prefix else f"user:{getattr(request.user, 'username', '')}"
 
 
-class SessionMemoryApi(ProjectApi):
+class SessionMemoryApi(SessionsApi):
     """Memory from sessions: add a stored session, given events or free texts; erase."""
 
     @extend_schema(request=MemoryAddSerializer, responses={201: dict})
     def post(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
-        _names(app_name=app_name, user_id=user_id)
         params = MemoryAddSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
         session_id = data.get("session_id")
-        if session_id:
-            _names(session_id=session_id)
         if data.get("memories") is not None:
             result = memory.memory_add_texts(
                 project_id=project_id, app_name=app_name, user_id=user_id, memories=data["memories"]
@@ -546,10 +573,7 @@ class SessionMemoryApi(ProjectApi):
         responses={200: dict},
     )
     def delete(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
-        _names(app_name=app_name, user_id=user_id)
-        session_id = request.query_params.get("session_id") or None
-        if session_id:
-            _names(session_id=session_id)
+        session_id = ids.session_id_given(request.query_params.get("session_id"))
         erased = memory.memory_delete(
             project_id=project_id,
             app_name=app_name,
@@ -560,12 +584,11 @@ class SessionMemoryApi(ProjectApi):
         return Response({"erased": erased})
 
 
-class SessionMemorySearchApi(ProjectApi):
+class SessionMemorySearchApi(SessionsApi):
     required_scope = "read"
 
     @extend_schema(request=MemorySearchSerializer, responses={200: dict})
     def post(self, request: Request, project_id: str, app_name: str, user_id: str) -> Response:
-        _names(app_name=app_name, user_id=user_id)
         params = MemorySearchSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
@@ -580,14 +603,13 @@ class SessionMemorySearchApi(ProjectApi):
         return Response({"memories": found})
 
 
-class SessionMemoryItemApi(ProjectApi):
+class SessionMemoryItemApi(SessionsApi):
     """One memory of the app's user, by the id a search returned."""
 
     @extend_schema(operation_id="user_memory_item_delete", responses={200: dict})
     def delete(
         self, request: Request, project_id: str, app_name: str, user_id: str, memory_id: str
     ) -> Response:
-        _names(app_name=app_name, user_id=user_id, memory_id=memory_id)
         erased = memory.memory_delete_one(
             project_id=project_id,
             app_name=app_name,

@@ -19,6 +19,11 @@ SCHEMA: list[str] = [
     "CREATE CONSTRAINT app_state_key IF NOT EXISTS FOR (a:AppState) REQUIRE (a.project_id, a.app_name) IS UNIQUE",
     "CREATE CONSTRAINT user_state_key IF NOT EXISTS "
     "FOR (u:UserState) REQUIRE (u.project_id, u.app_name, u.user_id) IS UNIQUE",
+    # Sessions stored before session times were ADK's float seconds and before `revision` existed are
+    # converted once (a no-op afterwards: every session has a revision).
+    "MATCH (s:Session) WHERE s.revision IS NULL "
+    "SET s.revision = coalesce(s.event_count, 0), s.created_at = toFloat(s.created_at) / 1000.0, "
+    "s.last_update_time = toFloat(s.last_update_time) / 1000.0",
 ]
 
 SESSION_CREATE = """
@@ -29,13 +34,13 @@ MERGE (u:User {project_id: $project_id, app_name: $app_name, user_id: $user_id})
 MERGE (a)-[:HAS_USER]->(u)
 CREATE (s:Session {id: $uid, project_id: $project_id, app_name: $app_name, user_id: $user_id,
                    session_id: $session_id, state_json: $state_json, created_at: $now,
-                   last_update_time: $now, event_count: 0})
+                   last_update_time: $now, revision: 0, event_count: 0})
 CREATE (u)-[:STARTED_SESSION]->(s)
 RETURN s.id AS uid
 """
 
 SESSION_FIELDS = """s {.id, .session_id, .app_name, .user_id, .state_json, .created_at, .last_update_time,
-                  .event_count} AS session"""
+                  .revision, .event_count} AS session"""
 
 SESSION_GET = (
     """
@@ -51,13 +56,27 @@ OPTIONAL MATCH (u:UserState {project_id: $project_id, app_name: $app_name, user_
 RETURN a.state_json AS app_state, u.state_json AS user_state
 """
 
-# One page of a session's events, oldest first (through the (session_uid, seq) index), optionally
-# only those at or after a time.
-EVENTS_PAGE = """
+# Events are in ADK's order: by timestamp, ties in append order (seq). The range on `timestamp` lets
+# the (session_uid, timestamp) index give that order, so a page touches only its own events.
+_EVENT_AFTER_CURSOR = "($c_ts IS NULL OR e.timestamp > $c_ts OR (e.timestamp = $c_ts AND e.seq > $c_seq))"
+
+# One page of a session's events, oldest first, from `$floor` (a time) and after the cursor.
+EVENTS_PAGE = f"""
 MATCH (e:Event)
-WHERE e.session_uid = $uid AND e.seq > $from_seq AND ($after IS NULL OR e.timestamp >= $after)
-RETURN e.event_json AS event_json, e.seq AS seq
-ORDER BY e.seq
+WHERE e.session_uid = $uid AND e.timestamp >= $floor AND {_EVENT_AFTER_CURSOR}
+RETURN e.event_json AS event_json, e.timestamp AS timestamp, e.seq AS seq
+ORDER BY e.timestamp, e.seq
+LIMIT $limit
+"""
+
+# The same page within the `$recent` latest events only (ADK's num_recent_events).
+EVENTS_RECENT_PAGE = f"""
+MATCH (e:Event)
+WHERE e.session_uid = $uid AND e.timestamp >= $floor
+WITH e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $recent
+WITH e WHERE {_EVENT_AFTER_CURSOR}
+RETURN e.event_json AS event_json, e.timestamp AS timestamp, e.seq AS seq
+ORDER BY e.timestamp, e.seq
 LIMIT $limit
 """
 
@@ -72,7 +91,7 @@ WHERE s.project_id = $project_id AND s.app_name = $app_name AND s.user_id = $use
        OR (s.last_update_time = $before AND s.session_id < $before_id))
 WITH s ORDER BY s.last_update_time DESC, s.session_id DESC
 LIMIT $limit
-RETURN collect([s.session_id, s.state_json, s.created_at, s.last_update_time, s.event_count]) AS rows
+RETURN collect([s.session_id, s.state_json, s.created_at, s.last_update_time, s.revision, s.event_count]) AS rows
 """
 
 # Every user's sessions of an app (ADK's list_sessions without a user), newest first, each with its
@@ -86,8 +105,8 @@ WHERE s.project_id = $project_id AND s.app_name = $app_name AND s.last_update_ti
 WITH s ORDER BY s.last_update_time DESC, s.user_id DESC, s.session_id DESC
 LIMIT $limit
 OPTIONAL MATCH (u:UserState {project_id: $project_id, app_name: $app_name, user_id: s.user_id})
-RETURN collect([s.user_id, s.session_id, s.state_json, s.created_at, s.last_update_time, s.event_count,
-                u.state_json]) AS rows
+RETURN collect([s.user_id, s.session_id, s.state_json, s.created_at, s.last_update_time, s.revision,
+                s.event_count, u.state_json]) AS rows
 """
 
 APP_STATE = """
@@ -120,8 +139,8 @@ SESSION_LOCK = """
 MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id})
 USING INDEX s:Session(project_id, app_name, user_id, session_id)
 SET s._lock = true
-RETURN s.id AS uid, s.last_update_time AS last_update_time, s.event_count AS event_count,
-       s.state_json AS state_json
+RETURN s.id AS uid, s.last_update_time AS last_update_time, s.revision AS revision,
+       s.event_count AS event_count, s.state_json AS state_json
 """
 
 SHADOW_LOCK = """
@@ -150,7 +169,8 @@ CREATE (e:Event {id: randomUUID(), project_id: $project_id, session_uid: $uid, e
                  invocation_id: $event.invocation_id, content_json: $event.content_json,
                  actions_json: $event.actions_json, event_json: $event.event_json, text: $event.text})
 CREATE (e)-[:OF_SESSION]->(s)
-SET s.state_json = $state_json, s.last_update_time = $now, s.event_count = $event.seq
+SET s.state_json = $state_json, s.last_update_time = $event.timestamp, s.revision = s.revision + 1,
+    s.event_count = $event.seq
 REMOVE s._lock
 WITH s, e
 CALL (e) {

@@ -25,6 +25,7 @@ def _session(row: dict[str, Any], app_state: str | None, user_state: str | None)
         "state": state,
         "created_at": row["created_at"],
         "last_update_time": row["last_update_time"],
+        "revision": row["revision"] or 0,
         "event_count": row["event_count"] or 0,
     }
 
@@ -48,11 +49,12 @@ def session_get(
     after_timestamp: float | None = None,
     with_events: bool = True,
     events_limit: int | None = None,
-    events_after_seq: int | None = None,
+    events_after: tuple[float, int] | None = None,
 ) -> dict[str, Any] | None:
-    """The session with its state (app and user state merged in) and the asked-for events: the last
-    `num_recent_events` (0: none), those after `after_timestamp`, or all; at most `events_limit` of
-    them after the `events_after_seq` cursor, with `next_events_cursor` when more follow."""
+    """The session with its state (app and user state merged in) and the asked-for events in ADK's
+    order (timestamp, ties in append order): the last `num_recent_events` (0: none), those at or after
+    `after_timestamp`, or all; at most `events_limit` of them after the `events_after` cursor
+    (timestamp, seq), with `next_events_cursor` (the last one's) when more follow."""
     try:
         uid, row = _uid(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
     except NotFound:
@@ -61,26 +63,30 @@ def session_get(
     session = _session(row, shadow["app_state"], shadow["user_state"])
     if not with_events:
         return session
-    count = session["event_count"]
-    from_seq = max(0, count - num_recent_events) if num_recent_events is not None else 0
-    if events_after_seq is not None:
-        from_seq = max(from_seq, events_after_seq)
-    limit = events_limit if events_limit is not None else count + 1
-    rows = (
-        graph.read(cypher.EVENTS_PAGE, uid=uid, from_seq=from_seq, after=after_timestamp, limit=limit + 1)
-        if num_recent_events != 0
-        else []
-    )
+    limit = events_limit if events_limit is not None else session["event_count"] + 1
+    params: dict[str, Any] = {
+        "uid": uid,
+        "floor": after_timestamp if after_timestamp is not None else float("-inf"),
+        "c_ts": events_after[0] if events_after else None,
+        "c_seq": events_after[1] if events_after else None,
+        "limit": limit + 1,
+    }
+    if num_recent_events == 0:
+        rows = []
+    elif num_recent_events is not None:
+        rows = graph.read(cypher.EVENTS_RECENT_PAGE, recent=num_recent_events, **params)
+    else:
+        rows = graph.read(cypher.EVENTS_PAGE, **params)
     more = len(rows) > limit
     rows = rows[:limit]
     session["events"] = [json.loads(r["event_json"]) for r in rows]
-    session["next_events_cursor"] = rows[-1]["seq"] if more else None
+    session["next_events_cursor"] = (rows[-1]["timestamp"], rows[-1]["seq"]) if more else None
     return session
 
 
 def session_list(
-    *, project_id: str, app_name: str, user_id: str, limit: int, before: tuple[int, str] | None = None
-) -> tuple[list[dict[str, Any]], tuple[int, str] | None]:
+    *, project_id: str, app_name: str, user_id: str, limit: int, before: tuple[float, str] | None = None
+) -> tuple[list[dict[str, Any]], tuple[float, str] | None]:
     """A page of the user's sessions, most recently updated first, without events; and the cursor of
     the next page."""
     rows = graph.read_column(
@@ -97,7 +103,7 @@ def session_list(
     shared = {f"{APP_PREFIX}{k}": v for k, v in json.loads(shadow["app_state"] or "{}").items()}
     shared.update({f"{USER_PREFIX}{k}": v for k, v in json.loads(shadow["user_state"] or "{}").items()})
     sessions = []
-    for session_id, state_json, created_at, last_update_time, event_count in rows[:limit]:
+    for session_id, state_json, created_at, last_update_time, revision, event_count in rows[:limit]:
         state = json.loads(state_json or "{}")
         if shared:
             state.update(shared)
@@ -109,6 +115,7 @@ def session_list(
                 "state": state,
                 "created_at": created_at,
                 "last_update_time": last_update_time,
+                "revision": revision or 0,
                 "event_count": event_count or 0,
             }
         )
@@ -120,8 +127,8 @@ def session_list(
 
 
 def app_session_list(
-    *, project_id: str, app_name: str, limit: int, before: tuple[int, str, str] | None = None
-) -> tuple[list[dict[str, Any]], tuple[int, str, str] | None]:
+    *, project_id: str, app_name: str, limit: int, before: tuple[float, str, str] | None = None
+) -> tuple[list[dict[str, Any]], tuple[float, str, str] | None]:
     """A page of every user's sessions of the app, most recently updated first, without events (state
     merged with the app's and each user's shadow state); and the cursor of the next page."""
     rows = graph.read_column(
@@ -137,9 +144,16 @@ def app_session_list(
     app_state = graph.read(cypher.APP_STATE, project_id=project_id, app_name=app_name)[0]["app_state"]
     shared = {f"{APP_PREFIX}{k}": v for k, v in json.loads(app_state or "{}").items()}
     sessions = []
-    for user_id, session_id, state_json, created_at, last_update_time, event_count, user_state in rows[
-        :limit
-    ]:
+    for (
+        user_id,
+        session_id,
+        state_json,
+        created_at,
+        last_update_time,
+        revision,
+        event_count,
+        user_state,
+    ) in rows[:limit]:
         state = json.loads(state_json or "{}")
         state.update(shared)
         state.update({f"{USER_PREFIX}{k}": v for k, v in json.loads(user_state or "{}").items()})
@@ -151,6 +165,7 @@ def app_session_list(
                 "state": state,
                 "created_at": created_at,
                 "last_update_time": last_update_time,
+                "revision": revision or 0,
                 "event_count": event_count or 0,
             }
         )

@@ -71,7 +71,7 @@ def session_create(
     if len(state_json.encode()) > MAX_STATE_BYTES:
         raise PayloadTooLarge(f"state is larger than {MAX_STATE_BYTES} bytes")
     session_id = session_id or str(uuid.uuid4())
-    now = now_ms()
+    now = time.time()  # ADK's float seconds: a new session's last_update_time
     ensure_schema()
 
     def work(tx: ManagedTransaction) -> None:
@@ -86,7 +86,7 @@ def session_create(
             now=now,
         ).consume()
         if app_delta or user_delta:
-            _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now)
+            _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now_ms())
 
     try:
         graph.write_tx(work)
@@ -225,10 +225,14 @@ def event_append(
     user_id: str,
     session_id: str,
     event: dict[str, Any],
-    expected_last_update_time: int | None = None,
+    expected_revision: int | None = None,
+    expected_last_update_time: float | None = None,
 ) -> dict[str, Any]:
-    """Append `event` (ADK's Event as JSON) and apply its state delta, atomically. With
-    `expected_last_update_time`, a session changed since (a stale writer) is 409 and nothing is written."""
+    """Append `event` (ADK's Event as JSON) and apply its state delta, atomically; the session's
+    `last_update_time` becomes the event's timestamp, as in ADK. A stale writer is 409 and nothing is
+    written: with `expected_revision`, when the session's revision is another; with
+    `expected_last_update_time` (a writer that knows only the time it read, as ADK's marker-less
+    sessions), when the session was updated later than that."""
     plan = _append_checked(event)
     key: dict[str, Any] = {
         "project_id": project_id,
@@ -241,20 +245,14 @@ def event_append(
         row = tx.run(cypher.SESSION_LOCK, **key).single()
         if row is None:
             raise NotFound("session not found")
-        if expected_last_update_time is not None and row["last_update_time"] != expected_last_update_time:
-            raise Conflict(
-                "the session changed since it was read (stale last_update_time); read it again and retry",
-                details={"last_update_time": row["last_update_time"], "expected": expected_last_update_time},
-            )
+        _check_fresh(row, expected_revision, expected_last_update_time)
         state = json.loads(row["state_json"] or "{}")
         writes = _state_writes(state, plan.session_delta)
-        now = max(now_ms(), int(row["last_update_time"] or 0) + 1)
         seq = int(row["event_count"] or 0) + 1
         tx.run(
             cypher.EVENT_APPEND,
             uid=row["uid"],
             project_id=project_id,
-            now=now,
             state_json=_json(state, what="state"),
             event={
                 "event_id": str(plan.event["id"]),
@@ -272,11 +270,33 @@ def event_append(
             responses=plan.responses,
         ).consume()
         if plan.app_delta or plan.user_delta:
-            _shadow_update(tx, project_id, app_name, user_id, plan.app_delta, plan.user_delta, now)
-        return {"last_update_time": now, "seq": seq}
+            _shadow_update(tx, project_id, app_name, user_id, plan.app_delta, plan.user_delta, now_ms())
+        return {
+            "last_update_time": float(plan.event["timestamp"]),
+            "revision": int(row["revision"] or 0) + 1,
+            "seq": seq,
+        }
 
     written = graph.write_tx(work)
     return {"event": plan.stored_event, **written}
+
+
+def _check_fresh(
+    row: Any, expected_revision: int | None, expected_last_update_time: float | None
+) -> None:
+    stale = (expected_revision is not None and row["revision"] != expected_revision) or (
+        expected_last_update_time is not None and row["last_update_time"] > expected_last_update_time
+    )
+    if stale:
+        raise Conflict(
+            "the session changed since it was read (stale revision); read it again and retry",
+            details={
+                "revision": row["revision"],
+                "last_update_time": row["last_update_time"],
+                "expected_revision": expected_revision,
+                "expected_last_update_time": expected_last_update_time,
+            },
+        )
 
 
 def session_delete(*, project_id: str, app_name: str, user_id: str, session_id: str) -> None:

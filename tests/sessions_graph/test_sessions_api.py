@@ -3,7 +3,9 @@ calls, optimistic locking, cascade delete, listing, lineage; bad input and tenan
 
 from __future__ import annotations
 
+import base64
 import threading
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -42,7 +44,7 @@ def _event(
 def _append(t: Tenant, sid: str, event: dict[str, Any], expected: int | None = None, **headers: str) -> Any:
     body: dict[str, Any] = {"event": event}
     if expected is not None:
-        body["expected_last_update_time"] = expected
+        body["expected_revision"] = expected
     return t.client(t.write_key).post(f"{_base(t)}/{sid}/events", body, format="json", **headers)
 
 
@@ -106,7 +108,7 @@ def test_get_loads_only_the_asked_events(tenant_a: Tenant) -> None:
 
 def test_stale_writer_gets_409_and_nothing_is_written(tenant_a: Tenant) -> None:
     session = _create(tenant_a)
-    sid, seen = session["id"], session["last_update_time"]
+    sid, seen = session["id"], session["revision"]
     first = _append(tenant_a, sid, _event(text="first", delta={"k": 1}), expected=seen)
     assert first.status_code == 201
     before = node_count()
@@ -117,7 +119,8 @@ def test_stale_writer_gets_409_and_nothing_is_written(tenant_a: Tenant) -> None:
     current = _get(tenant_a, sid).json()
     assert current["state"] == {"k": 1} and len(current["events"]) == 1
     # If-Match carries the same check; the fresh value succeeds
-    ok = _append(tenant_a, sid, _event(text="fresh"), HTTP_IF_MATCH=f'"{first.json()["last_update_time"]}"')
+    assert first["ETag"] == f'"{first.json()["revision"]}"'
+    ok = _append(tenant_a, sid, _event(text="fresh"), HTTP_IF_MATCH=first["ETag"])
     assert ok.status_code == 201
     stale_header = _append(tenant_a, sid, _event(text="x"), HTTP_IF_MATCH=str(seen))
     assert stale_header.status_code == 409
@@ -126,7 +129,7 @@ def test_stale_writer_gets_409_and_nothing_is_written(tenant_a: Tenant) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_appends_exactly_one_wins(tenant_a: Tenant) -> None:
     session = _create(tenant_a)
-    sid, seen = session["id"], session["last_update_time"]
+    sid, seen = session["id"], session["revision"]
     results: list[int] = []
     barrier = threading.Barrier(2)
 
@@ -434,6 +437,118 @@ def test_names_with_query_syntax_are_plain_values(tenant_a: Tenant) -> None:
     )
 
 
+def _path_id(value: str) -> str:
+    """The id rule's path form (docs/sessions.md, Ids), written out here independently of the client."""
+    if "/" in value or value in ("", ".", "..") or value.startswith("~"):
+        return "~" + base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
+    return quote(value, safe="")
+
+
+@pytest.mark.parametrize(
+    "name", ["s/C", "..", ".", "~x", "a%2Fb", "with space", "ünï/路径", "?q=1#f", "a\\b"]
+)
+def test_every_id_round_trips_through_the_path_rule(tenant_a: Tenant, name: str) -> None:
+    client = tenant_a.client(tenant_a.write_key)
+    user_base = f"/api/v1/projects/{tenant_a.project.id}/apps/{_path_id(name)}/users/{_path_id(name)}"
+    created = client.post(
+        f"{user_base}/sessions", {"session_id": name, "state": {"user:k": 1}}, format="json"
+    )
+    assert created.status_code == 201, created.content
+    assert (created.json()["app_name"], created.json()["user_id"], created.json()["id"]) == (name, name, name)
+    appended = client.post(
+        f"{user_base}/sessions/{_path_id(name)}/events", {"event": _event()}, format="json"
+    )
+    assert appended.status_code == 201, appended.content
+    got = client.get(f"{user_base}/sessions/{_path_id(name)}").json()
+    assert (got["app_name"], got["user_id"], got["id"], got["event_count"]) == (name, name, name, 1)
+    assert [s["id"] for s in client.get(f"{user_base}/sessions").json()["sessions"]] == [name]
+    app_list = f"/api/v1/projects/{tenant_a.project.id}/apps/{_path_id(name)}/sessions"
+    assert [(s["user_id"], s["id"]) for s in client.get(app_list).json()["sessions"]] == [(name, name)]
+    assert client.get(f"{user_base}/state").json() == {"state": {"k": 1}}
+    assert client.delete(f"{user_base}/sessions/{_path_id(name)}").status_code == 204
+    assert client.get(f"{user_base}/sessions/{_path_id(name)}").status_code == 404
+
+
+def test_a_bad_id_in_a_path_is_400_naming_the_rule(tenant_a: Tenant) -> None:
+    client = tenant_a.client(tenant_a.write_key)
+    before = node_count()
+    for bad in ("~not*base64", "~" + base64.urlsafe_b64encode(b"\xff\xfe").decode(), "~", "%00"):
+        response = client.get(f"/api/v1/projects/{tenant_a.project.id}/apps/{bad}/users/u/sessions")
+        assert response.status_code == 400, (bad, response.content)
+        assert "docs/sessions.md" in response.json()["error"]["message"]
+        assert response.json()["error"]["details"] == {"field": "app_name"}
+    assert (
+        tenant_a.client(None)
+        .get(f"/api/v1/projects/{tenant_a.project.id}/apps/~/users/u/sessions")
+        .status_code
+        == 401
+    )
+    assert client.post(_base(tenant_a), {"session_id": "a\x00b"}, format="json").status_code == 400
+    assert client.post(_base(tenant_a), {"session_id": "x" * 257}, format="json").status_code == 400
+    assert node_count() == before
+
+
+def test_session_ids_are_trimmed_everywhere_and_blank_is_generated(tenant_a: Tenant) -> None:
+    assert _create(tenant_a, session_id="order-42\n")["id"] == "order-42"
+    for given in ("order-42", "order-42\n", " order-42\t"):
+        assert _get(tenant_a, quote(given, safe="")).json()["id"] == "order-42", repr(given)
+        assert _append(tenant_a, quote(given, safe=""), _event()).status_code == 201
+    again = tenant_a.client(tenant_a.write_key).post(
+        _base(tenant_a), {"session_id": " order-42"}, format="json"
+    )
+    assert again.status_code == 409
+    for blank in ("", "   ", "\n", None):
+        generated = _create(tenant_a, session_id=blank)["id"]
+        assert generated.strip() == generated and len(generated) == 36, repr(blank)
+    assert tenant_a.client(tenant_a.write_key).delete(f"{_base(tenant_a)}/%20order-42").status_code == 204
+
+
+def test_last_update_time_is_the_latest_events_time_and_events_follow_time(tenant_a: Tenant) -> None:
+    session = _create(tenant_a)
+    sid, created = session["id"], session["last_update_time"]
+    assert isinstance(created, float) and abs(created - time.time()) < 60 and session["revision"] == 0
+    for ts in (2000.5, 1000.25, 3000.0, 1000.25):  # out of order, with a tie
+        written = _append(tenant_a, sid, _event(text=str(ts), timestamp=ts)).json()
+        assert written["last_update_time"] == ts
+    got = _get(tenant_a, sid).json()
+    assert got["last_update_time"] == 1000.25 and got["revision"] == 4  # the latest event's, as ADK
+    assert [e["content"]["parts"][0]["text"] for e in got["events"]] == [
+        "1000.25",
+        "1000.25",
+        "2000.5",
+        "3000.0",
+    ]
+    assert [e["timestamp"] for e in _get(tenant_a, sid, "?num_recent_events=3").json()["events"]] == [
+        1000.25,
+        2000.5,
+        3000.0,
+    ]
+    # pages follow the same order, through ties
+    seen, cursor = [], None
+    while True:
+        page = _get(tenant_a, sid, "?events_limit=1" + (f"&events_cursor={cursor}" if cursor else "")).json()
+        seen += [e["id"] for e in page["events"]]
+        cursor = page["next_events_cursor"]
+        if cursor is None:
+            break
+    assert seen == [e["id"] for e in got["events"]]
+    assert _get(tenant_a, sid, "?events_cursor=garbage").status_code == 400
+
+
+def test_a_writer_that_knows_only_the_time_it_read_is_checked_against_it(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    first = _append(tenant_a, sid, _event(timestamp=5000.0)).json()
+    client = tenant_a.client(tenant_a.write_key)
+
+    def append(expected: float) -> int:
+        body = {"event": _event(timestamp=expected + 1), "expected_last_update_time": expected}
+        return client.post(f"{_base(tenant_a)}/{sid}/events", body, format="json").status_code
+
+    assert append(4999.0) == 409  # read before the session was last updated: stale
+    assert append(first["last_update_time"]) == 201
+    assert _get(tenant_a, sid).json()["event_count"] == 2
+
+
 def test_bad_query_parameters(tenant_a: Tenant) -> None:
     sid = _create(tenant_a)["id"]
     for query in (
@@ -467,3 +582,24 @@ def test_another_projects_sessions_are_not_found(tenant_a: Tenant, tenant_b: Ten
 def test_read_key_cannot_write(tenant_a: Tenant) -> None:
     response = tenant_a.client(tenant_a.read_key).post(_base(tenant_a), {}, format="json")
     assert response.status_code == 403
+
+
+def test_sessions_stored_in_milliseconds_are_converted_once(tenant_a: Tenant) -> None:
+    from core.graph.schema import apply_schema
+
+    sid = _create(tenant_a)["id"]
+    _append(tenant_a, sid, _event(timestamp=1_700_000_000.5))
+    graph.write(
+        "MATCH (s:Session {project_id: $pid, session_id: $sid}) "
+        "SET s.last_update_time = 1700000000123, s.created_at = 1700000000000 REMOVE s.revision",
+        pid=tenant_a.project.id,
+        sid=sid,
+    )
+    apply_schema()
+    apply_schema()  # a second start changes nothing
+    got = _get(tenant_a, sid).json()
+    assert (got["last_update_time"], got["created_at"], got["revision"]) == (
+        1_700_000_000.123,
+        1_700_000_000.0,
+        1,
+    )

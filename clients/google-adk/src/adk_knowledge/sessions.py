@@ -38,10 +38,10 @@ def _session(record: SessionRecord, *, with_events: bool) -> Session:
         user_id=record.user_id,
         state=record.state,
         events=[Event.model_validate(e) for e in record.events] if with_events else [],
-        last_update_time=record.last_update_time / 1000.0,
+        last_update_time=record.last_update_time,
     )
     # the platform's exact revision: the next append is checked against it (optimistic locking)
-    session._storage_update_marker = str(record.last_update_time)
+    session._storage_update_marker = str(record.revision)
     return session
 
 
@@ -126,12 +126,15 @@ class PlatformSessionService(_Connected, BaseSessionService):
         event = self._trim_temp_delta_state(event)
         marker = session._storage_update_marker
         try:
+            # a session read here carries its revision; one built by hand only its time (then an
+            # append is stale when the stored session was updated later, as ADK's marker-less check)
             written = await self.sessions.append(
                 session.app_name,
                 session.user_id,
                 session.id,
                 event_json(event),
-                expected_last_update_time=int(marker) if marker is not None else None,
+                expected_revision=int(marker) if marker is not None else None,
+                expected_last_update_time=session.last_update_time if marker is None else None,
             )
         except ConflictError as exc:
             raise StaleSessionError(
@@ -140,6 +143,6 @@ class PlatformSessionService(_Connected, BaseSessionService):
         except NotFoundError as exc:
             raise SessionNotFoundError(f"Session {session.id} not found.") from exc
         self._commit_event_to_session(session, event)
-        session.last_update_time = written.last_update_time / 1000.0
-        session._storage_update_marker = str(written.last_update_time)
+        session.last_update_time = written.last_update_time
+        session._storage_update_marker = str(written.revision)
         return event

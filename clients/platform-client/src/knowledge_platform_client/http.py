@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import logging
 import time
@@ -48,6 +49,15 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 def segment(value: str) -> str:
     """One path segment, whatever characters the name has."""
     return quote(value, safe="")
+
+
+def path_id(value: str) -> str:
+    """A caller-chosen id (app, user, session) as the platform's id rule puts it in a path: as it is,
+    unless a path segment cannot carry it (it holds `/`, is `.`, `..` or empty) or it starts with `~`;
+    then `~` and the unpadded base64url of its UTF-8 bytes. `segment` percent-encodes the result."""
+    if "/" in value or value in ("", ".", "..") or value.startswith("~"):
+        return "~" + base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
+    return value
 
 
 class AsyncPlatformClient:

@@ -8,29 +8,33 @@ from typing import Any
 from pydantic import Field
 
 from knowledge_platform_client._models import ApiModel
-from knowledge_platform_client.http import AsyncPlatformClient
+from knowledge_platform_client.http import AsyncPlatformClient, path_id
 
 PAGE = 10_000  # the platform's largest page: a user's 10,000 sessions in one request
 MEMORY_BATCH = 1_000  # the platform's largest memory batch
 
 
 class SessionRecord(ApiModel):
-    """A stored session. `last_update_time` is the platform's millisecond revision (the optimistic
-    lock's value); `events` is empty in listings and holds only the asked-for events otherwise."""
+    """A stored session. Times are ADK's float seconds: `last_update_time` is the latest event's
+    timestamp (the creation time before any); `revision` grows by one with every append (the
+    optimistic lock's value); `events` is empty in listings and holds only the asked-for events
+    otherwise."""
 
     id: str
     app_name: str
     user_id: str
     state: dict[str, Any] = Field(default_factory=dict)
-    created_at: int
-    last_update_time: int
+    created_at: float
+    last_update_time: float
+    revision: int = 0
     event_count: int = 0
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class AppendResult(ApiModel):
     event: dict[str, Any]
-    last_update_time: int
+    last_update_time: float
+    revision: int
     seq: int
 
 
@@ -51,7 +55,10 @@ class SessionsClient:
         self.client = client
 
     def _user(self, app_name: str, user_id: str, *tail: str) -> str:
-        return self.client.project_path("apps", app_name, "users", user_id, *tail)
+        return self.client.project_path("apps", path_id(app_name), "users", path_id(user_id), *tail)
+
+    def _session(self, app_name: str, user_id: str, session_id: str, *tail: str) -> str:
+        return self._user(app_name, user_id, "sessions", path_id(session_id), *tail)
 
     async def create(
         self,
@@ -79,7 +86,7 @@ class SessionsClient:
         after_timestamp: float | None = None,
     ) -> SessionRecord:
         """The session with every asked-for event: the platform sends events in pages, followed here."""
-        path = self._user(app_name, user_id, "sessions", session_id)
+        path = self._session(app_name, user_id, session_id)
         params: dict[str, Any] = {"num_recent_events": num_recent_events, "after_timestamp": after_timestamp}
         data = await self.client.request("GET", path, params=params)
         events = list(data.get("events") or [])
@@ -104,7 +111,7 @@ class SessionsClient:
     ) -> list[SessionRecord]:
         """Every session of the user (or of every user of the app), most recently updated first."""
         if user_id is None:
-            path = self.client.project_path("apps", app_name, "sessions")
+            path = self.client.project_path("apps", path_id(app_name), "sessions")
         else:
             path = self._user(app_name, user_id, "sessions")
         found: list[SessionRecord] = []
@@ -113,7 +120,7 @@ class SessionsClient:
         return found
 
     async def delete(self, app_name: str, user_id: str, session_id: str) -> None:
-        await self.client.request("DELETE", self._user(app_name, user_id, "sessions", session_id))
+        await self.client.request("DELETE", self._session(app_name, user_id, session_id))
 
     async def append(
         self,
@@ -122,15 +129,19 @@ class SessionsClient:
         session_id: str,
         event: dict[str, Any],
         *,
-        expected_last_update_time: int | None = None,
+        expected_revision: int | None = None,
+        expected_last_update_time: float | None = None,
     ) -> AppendResult:
-        """Append one event; with `expected_last_update_time`, a session changed since then raises
-        `ConflictError` and nothing is written."""
+        """Append one event. With `expected_revision` (the revision the session was read at), a session
+        changed since raises `ConflictError` and nothing is written; with `expected_last_update_time`,
+        a session updated later than that time does."""
         body: dict[str, Any] = {"event": event}
+        if expected_revision is not None:
+            body["expected_revision"] = expected_revision
         if expected_last_update_time is not None:
             body["expected_last_update_time"] = expected_last_update_time
         data = await self.client.request(
-            "POST", self._user(app_name, user_id, "sessions", session_id, "events"), json=body
+            "POST", self._session(app_name, user_id, session_id, "events"), json=body
         )
         return AppendResult.model_validate(data)
 
@@ -183,7 +194,9 @@ class SessionsClient:
         return [SessionMemory.model_validate(m) for m in data["memories"]]
 
     async def memory_delete(self, app_name: str, user_id: str, memory_id: str) -> dict[str, int]:
-        data = await self.client.request("DELETE", self._user(app_name, user_id, "memory", memory_id))
+        data = await self.client.request(
+            "DELETE", self._user(app_name, user_id, "memory", path_id(memory_id))
+        )
         return dict(data["erased"])
 
     async def memory_forget(
