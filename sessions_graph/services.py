@@ -281,9 +281,7 @@ def event_append(
     return {"event": plan.stored_event, **written}
 
 
-def _check_fresh(
-    row: Any, expected_revision: int | None, expected_last_update_time: float | None
-) -> None:
+def _check_fresh(row: Any, expected_revision: int | None, expected_last_update_time: float | None) -> None:
     stale = (expected_revision is not None and row["revision"] != expected_revision) or (
         expected_last_update_time is not None and row["last_update_time"] > expected_last_update_time
     )
