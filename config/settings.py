@@ -385,7 +385,15 @@ DRIFT_KEY_FACTS = 6  # key facts of an extractive answer
 
 # --- Memory ------------------------------------------------------------------------------------------
 # Roles stored from a batch; other roles are skipped and reported back
-MEMORY_ROLES = env.list("MEMORY_ROLES", default=["user", "assistant"])
+# every role the agent frameworks send (OpenAI / Agent Framework: user, assistant, system, tool; ADK's
+# user and model become user and assistant); another role is 400, never dropped
+MEMORY_ROLES = env.list("MEMORY_ROLES", default=["user", "assistant", "system", "tool"])
+# Relevance floors of memory search (docs/memory.md, "Relevance floor"): a vector hit scoring below this
+# ((1 + cosine) / 2, the score returned) is not returned (calibrated for the default local embedder by
+# bench/memory_floor.py on locomo-dev); a fulltext hit below this Lucene score is not (0: any matching
+# word). Hybrid floors each side before fusing. A request's min_score overrides the mode's floor.
+MEMORY_MIN_SCORE_VECTOR = env.float("MEMORY_MIN_SCORE_VECTOR", default=0.65)
+MEMORY_MIN_SCORE_FULLTEXT = env.float("MEMORY_MIN_SCORE_FULLTEXT", default=0.0)
 MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413
 MEMORY_MAX_MESSAGE_CHARS = env.int("MEMORY_MAX_MESSAGE_CHARS", default=32_000)  # longer text: 413
 # Conversation-aware search (POST /search with `conversation`): how many of each source are fused, and

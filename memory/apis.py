@@ -231,12 +231,27 @@ class MemoryStoreApi(ProjectApi):
         return Response({"items": items, "next_cursor": next_cursor})
 
 
+class MinScoreField(serializers.FloatField):
+    """A relevance floor replacing the mode's default (docs/memory.md, "Relevance floor")."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            required=False,
+            allow_null=True,
+            min_value=0.0,
+            max_value=1e6,
+            help_text="hits scoring below are not returned; default: MEMORY_MIN_SCORE_VECTOR (vector, and "
+            "hybrid's vector side) or MEMORY_MIN_SCORE_FULLTEXT (fulltext)",
+        )
+
+
 class MemorySearchInputSerializer(StrictSerializer):
     query = QueryTextField(max_setting="MEMORY_MAX_QUERY_CHARS", allow_blank=True, default="")
     scope = ScopeField()
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
     mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True)
     depth = serializers.ChoiceField(choices=DEPTHS, default="messages")
+    min_score = MinScoreField()
 
 
 class MemorySearchApi(ProjectApi):
@@ -252,6 +267,7 @@ class MemorySearchApi(ProjectApi):
             top_k=data["top_k"],
             mode=data.get("mode"),
             depth=data["depth"],
+            min_score=data.get("min_score"),
         )
         return Response(asdict(result))
 

@@ -23,6 +23,10 @@ SCHEMA: list[str] = [
 VECTOR_INDEX = "memory_embeddings"
 FULLTEXT_INDEX = "memory_fulltext"
 LEVEL_FULLTEXT_INDEX = "memory_level_fulltext"
+# Lucene's ASCII folding on top of the standard analyzer: case folded beyond lower case ("STRASSE"
+# finds "Straße") and accents folded ("cafe" finds "café"); stored text and queries are NFC already.
+FULLTEXT_ANALYZER = "standard-folding"
+_FULLTEXT_OPTIONS = f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}'}}}}"
 LABELS = {"summary": "ConversationSummary", "fact": "Fact", "preference": "Preference"}
 
 
@@ -70,9 +74,10 @@ def index_statements(*, hnsw_options: bool = True, filters: bool = False) -> lis
         vector = "CYPHER 25 " + vector + f"WITH [{', '.join(f'm.{p}' for p in VECTOR_INDEX_FILTERS)}] "
     return [
         vector + f"OPTIONS {{indexConfig: {{{config}}}}}",
-        f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (m:Memory) ON EACH [m.text, m.scope_tokens]",
+        f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (m:Memory) ON EACH [m.text, m.scope_tokens] "
+        + _FULLTEXT_OPTIONS,
         f"CREATE FULLTEXT INDEX {LEVEL_FULLTEXT_INDEX} IF NOT EXISTS "
-        "FOR (n:ConversationSummary|Fact|Preference) ON EACH [n.text, n.scope_tokens]",
+        "FOR (n:ConversationSummary|Fact|Preference) ON EACH [n.text, n.scope_tokens] " + _FULLTEXT_OPTIONS,
         *(
             f"CREATE INDEX memory_{key} IF NOT EXISTS FOR (m:Memory) ON (m.{key})"
             for key in ("user_id", "thread_id", "agent_id", "application_id")

@@ -66,8 +66,10 @@ def ensure_memory_indexes(*, overwrite: bool = False) -> list[str]:
         if overwrite:
             for name in (cypher.VECTOR_INDEX, cypher.FULLTEXT_INDEX, cypher.LEVEL_FULLTEXT_INDEX):
                 graph.write(f"DROP INDEX {name} IF EXISTS")
-        elif filters:
-            _drop_unfiltered_vector_index()
+        else:
+            _drop_fulltext_of_another_analyzer()
+            if filters:
+                _drop_unfiltered_vector_index()
         for statement in statements:
             graph.write(statement)
         graph.write("CALL db.awaitIndexes(300)")
@@ -81,6 +83,25 @@ def filtered_vector_index() -> bool:
     """Whether user-filtered vector searches can go through the index (cypher.USER_VECTOR_SEARCH)."""
     ensure_memory_indexes()
     return _filtered
+
+
+def _drop_fulltext_of_another_analyzer() -> None:
+    """A memory fulltext index built with another analyzer than cypher.FULLTEXT_ANALYZER (before text
+    was case- and accent-folded) is dropped here and built again by the caller."""
+    rows = graph.read(
+        "SHOW FULLTEXT INDEXES YIELD name, options WHERE name IN $names "
+        "RETURN name, options.indexConfig['fulltext.analyzer'] AS analyzer",
+        names=[cypher.FULLTEXT_INDEX, cypher.LEVEL_FULLTEXT_INDEX],
+    )
+    for row in rows:
+        if row["analyzer"] != cypher.FULLTEXT_ANALYZER:
+            logger.warning(
+                "the memory fulltext index %s is rebuilt with the %s analyzer (it had %s)",
+                row["name"],
+                cypher.FULLTEXT_ANALYZER,
+                row["analyzer"],
+            )
+            graph.write(f"DROP INDEX {row['name']} IF EXISTS")
 
 
 def _drop_unfiltered_vector_index() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -37,11 +38,21 @@ class MessageSearch:
     """One search: the query, its vector (computed once, when needed) and per-stage timings."""
 
     def __init__(
-        self, *, project_id: str, scope: Scope, query: str, vector: list[float] | None = None
+        self,
+        *,
+        project_id: str,
+        scope: Scope,
+        query: str,
+        vector: list[float] | None = None,
+        vector_floor: float | None = None,
+        text_floor: float | None = None,
     ) -> None:
         self.project_id = project_id
+        # relevance floors: hits scoring below are not returned (a query about nothing gets nothing)
+        self.vector_floor = settings.MEMORY_MIN_SCORE_VECTOR if vector_floor is None else vector_floor
+        self.text_floor = settings.MEMORY_MIN_SCORE_FULLTEXT if text_floor is None else text_floor
         self.scope = scope
-        self.query = query
+        self.query = unicodedata.normalize("NFC", query)  # as stored text is (memory.services._kept)
         self.timings_ms: dict[str, float] = {}
         self._vector = vector  # the query's embedding, when the caller has it already
 
@@ -61,8 +72,11 @@ class MessageSearch:
     # --- messages ---
 
     def vector_memories(self, limit: int, *, where: str | None = None, **extra: Any) -> Hits:
-        """The scope's messages nearest the query; `where` (fixed text over `m`, values in `extra`)
-        replaces the scope's visibility condition when given."""
+        """The scope's messages nearest the query, above the vector floor; `where` (fixed text over
+        `m`, values in `extra`) replaces the scope's visibility condition when given."""
+        return _floored(self._nearest(limit, where=where, **extra), self.vector_floor)
+
+    def _nearest(self, limit: int, *, where: str | None = None, **extra: Any) -> Hits:
         where = where or self.scope.visible_where("m")
         params = {**self.scope.params(), **extra}
         size = self._timed("scope_size", cypher.SCOPE_SIZE.format(scope=where), **params)[0]["size"]
@@ -98,7 +112,8 @@ class MessageSearch:
             return exact()
 
     def user_vector_memories(self, limit: int, *, where: str, **extra: Any) -> Hits:
-        """The scope's user's messages nearest the query among those `where` keeps (fixed text over
+        """The scope's user's messages nearest the query, above the vector floor, among those `where`
+        keeps (fixed text over
         `m`, values in `extra`). The vector index narrows its search to the project's user itself
         (Neo4j 2026.01+): its RETRIEVAL_INDEX_MIN_CANDIDATES nearest are kept by `where` and scored
         exactly, 4x more while too few survive and the user has more, and the scope is scanned exactly
@@ -120,7 +135,7 @@ class MessageSearch:
                 return exact()
             hits = sorted(_hits(row["hits"]), key=lambda h: (-h.score, h.chunk_id))
             if len(hits) >= limit or row["fetched"] < fetch:
-                return hits[:limit]
+                return _floored(hits[:limit], self.vector_floor)
             if fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
                 return exact()
             fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, fetch * 4)
@@ -147,7 +162,7 @@ class MessageSearch:
             **scope.params(),
             **params,
         )
-        return _hits(rows)
+        return _floored(_hits(rows), self.text_floor)
 
     def recent_memories(self, limit: int) -> Hits:
         rows = self._timed(
@@ -197,7 +212,7 @@ class MessageSearch:
                 **scope.params(),
                 **params,
             )
-            vector_hits = _hits(rows)
+            vector_hits = _floored(_hits(rows), self.vector_floor)
         if mode in ("fulltext", "hybrid"):
             text_hits = self._fulltext(
                 cypher.LEVEL_FULLTEXT_INDEX,
@@ -215,6 +230,10 @@ class MessageSearch:
 
 def _hits(rows: list[dict[str, Any]]) -> Hits:
     return [Candidate(str(r["id"]), float(r["score"])) for r in rows]
+
+
+def _floored(hits: Hits, floor: float) -> Hits:
+    return [h for h in hits if h.score >= floor]
 
 
 def _scope_of(row: dict[str, Any]) -> dict[str, str | None]:
@@ -343,11 +362,22 @@ _CURRENT = "AND n.valid_until IS NULL"
 
 
 def memories_search(
-    *, project_id: str, scope: Scope, query: str, top_k: int, mode: str | None, depth: str
+    *,
+    project_id: str,
+    scope: Scope,
+    query: str,
+    top_k: int,
+    mode: str | None,
+    depth: str,
+    min_score: float | None = None,
 ) -> MemorySearchResult:
     """Memories of the scope ranked for `query`; with `depth` "summaries" also the conversation
     summaries (those of the hits' conversations first), with "facts" also the owner's current facts,
-    preferences and profile. Items are grouped by level in that order, best first within a level."""
+    preferences and profile. Items are grouped by level in that order, best first within a level.
+
+    Hits below the mode's relevance floor are not returned: MEMORY_MIN_SCORE_VECTOR for vector scores,
+    MEMORY_MIN_SCORE_FULLTEXT for Lucene scores, both sides before hybrid fuses them. `min_score`
+    replaces the floor of the asked mode (for hybrid, of its vector side)."""
     scope.require()
     started = time.perf_counter()
     if not query.strip():
@@ -358,7 +388,13 @@ def memories_search(
         mode = "recency"
     mode = mode or "hybrid"
     ensure_memory_indexes()
-    search = MessageSearch(project_id=project_id, scope=scope, query=query)
+    search = MessageSearch(
+        project_id=project_id,
+        scope=scope,
+        query=query,
+        vector_floor=min_score if mode in ("vector", "hybrid") else None,
+        text_floor=min_score if mode == "fulltext" else None,
+    )
     hits = search.memories(mode, top_k)
     items = _memory_items(project_id, hits)
     if depth in ("summaries", "facts"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import unicodedata
 import uuid
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -175,7 +176,7 @@ def memories_store(
     embed_later: bool = False,
 ) -> StoreResult:
     """Store a batch of messages in one transaction (one UNWIND), in order, as the next messages of
-    the scope's conversation. Roles outside MEMORY_ROLES are skipped and reported. Facts,
+    the scope's conversation. A role outside MEMORY_ROLES is 400 (nothing stored). Facts,
     preferences, mentions and summaries are derived afterwards by a Celery job (MEMORY_PROCESS_ON_STORE).
 
     `queue` False: this call queues no job (the caller's next store names these messages in
@@ -341,16 +342,21 @@ def _kept(messages: list[MessageInput]) -> tuple[list[tuple[int, MessageInput]],
                 f"{settings.MEMORY_MAX_MESSAGE_CHARS}",
                 details={"field": f"messages[{position}].text", "limit": settings.MEMORY_MAX_MESSAGE_CHARS},
             )
-    allowed = set(settings.MEMORY_ROLES)
+    allowed = settings.MEMORY_ROLES
+    for position, message in enumerate(messages):
+        if message.role not in allowed:  # refused, never dropped: nothing of the batch is stored
+            raise InvalidInput(
+                f"messages[{position}].role {message.role!r} is not one this platform stores; "
+                f"MEMORY_ROLES allows {', '.join(allowed)}",
+                details={"field": f"messages[{position}].role", "allowed": list(allowed)},
+            )
     keep: list[tuple[int, MessageInput]] = []
     skipped: list[dict[str, Any]] = []
     for position, message in enumerate(messages):
-        if message.role not in allowed:
-            skipped.append({"index": position, "role": message.role, "reason": "role_not_stored"})
-        elif not message.text.strip():
+        if not message.text.strip():
             skipped.append({"index": position, "role": message.role, "reason": "empty_text"})
-        else:
-            keep.append((position, message))
+        else:  # one Unicode form for what is stored, embedded and indexed (a query is normalised too)
+            keep.append((position, replace(message, text=unicodedata.normalize("NFC", message.text))))
     return keep, skipped
 
 

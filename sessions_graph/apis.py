@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from core.api.base import ProjectApi, StrictSerializer
 from core.errors import InvalidInput, NotFound
+from memory.apis import MinScoreField
 from memory.services import normalise_timestamp
 from sessions_graph import ids, memory, selectors, services
 
@@ -524,8 +525,9 @@ class MemoryAddSerializer(StrictSerializer):
 class MemorySearchSerializer(StrictSerializer):
     # trimmed after the length check, so blanks around a short query count toward the limit
     query = serializers.CharField(max_length=10_000, trim_whitespace=False)
-    top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    top_k = serializers.IntegerField(min_value=1, max_value=100, default=5)  # seed 004: similarity_top_k 5
     mode = serializers.ChoiceField(choices=["vector", "fulltext", "hybrid"], required=False, allow_null=True)
+    min_score = MinScoreField()
 
     def validate_query(self, value: str) -> str:
         value = value.strip()
@@ -599,6 +601,7 @@ class SessionMemorySearchApi(SessionsApi):
             query=data["query"],
             top_k=data["top_k"],
             mode=data.get("mode"),
+            min_score=data.get("min_score"),
         )
         return Response({"memories": found})
 

@@ -196,7 +196,7 @@ CALL (e) {
   WITH r, t ORDER BY t.timestamp DESC LIMIT 1
   SET t.status = CASE WHEN r.error THEN 'error' ELSE 'responded' END,
       t.latency_ms = toInteger(round(($event.timestamp - t.timestamp) * 1000)),
-      t.response_json = r.response_json
+      t.response_json = r.response_json, t.error_msg = r.error_msg
   CREATE (e)-[:RESPONDED_TO]->(t)
 }
 RETURN e.id AS uid
@@ -209,7 +209,7 @@ WITH e ORDER BY e.seq LIMIT $limit
 OPTIONAL MATCH (e)-[w:WROTE_STATE]->(:Session)
 WITH e, collect(w {.key, .from_value_json, .to_value_json}) AS writes
 OPTIONAL MATCH (e)-[:INVOKED_TOOL]->(t:ToolCall)
-WITH e, writes, collect(t {.call_id, .name, .parameters_json, .status, .latency_ms}) AS calls
+WITH e, writes, collect(t {.call_id, .name, .parameters_json, .status, .latency_ms, .error_msg}) AS calls
 OPTIONAL MATCH (e)-[:RESPONDED_TO]->(r:ToolCall)
 RETURN e.seq AS seq, e.event_id AS event_id, e.author AS author, e.timestamp AS timestamp, e.text AS text,
        writes, calls, collect(r.call_id) AS responded

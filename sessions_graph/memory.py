@@ -138,7 +138,14 @@ def memory_add_texts(
 
 
 def memory_search(
-    *, project_id: str, app_name: str, user_id: str, query: str, top_k: int, mode: str | None
+    *,
+    project_id: str,
+    app_name: str,
+    user_id: str,
+    query: str,
+    top_k: int,
+    mode: str | None,
+    min_score: float | None = None,
 ) -> list[dict[str, Any]]:
     """The user's memories in this app (every session) closest to `query`."""
     found = memory_selectors.memories_search(
@@ -148,6 +155,7 @@ def memory_search(
         top_k=top_k,
         mode=mode,
         depth="messages",
+        min_score=min_score,
     )
     return [
         {

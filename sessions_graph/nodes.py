@@ -2,8 +2,9 @@
 state, all scoped by `project_id`. Writes go through sessions_graph.cypher; these classes define
 labels, constraints and indexes and serve the admin.
 
-Times are integer milliseconds since the epoch (`last_update_time`, `version`, `created_at`);
-an event's `timestamp` is ADK's float seconds.
+A session's times (`created_at`, `last_update_time`: the latest event's timestamp) and an event's
+`timestamp` are ADK's float seconds; `revision` counts a session's appends (the optimistic lock);
+the shadow states' `version` is integer milliseconds.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ class Session(TenantNode):
     user_id = StringProperty(required=True)
     session_id = StringProperty(required=True)
     state_json = StringProperty()
-    created_at = IntegerProperty()
-    last_update_time = IntegerProperty()
+    created_at = FloatProperty()
+    last_update_time = FloatProperty()
+    revision = IntegerProperty()
     event_count = IntegerProperty()
 
 
@@ -56,6 +58,7 @@ class ToolCall(TenantNode):
     status = StringProperty()
     latency_ms = IntegerProperty()
     response_json = StringProperty()
+    error_msg = StringProperty()  # a failed call's error (the response's `error`), as text
 
 
 class AppState(TenantNode):

@@ -209,6 +209,7 @@ def session_timeline(
                     "args": json.loads(c["parameters_json"] or "{}"),
                     "status": c["status"],
                     "latency_ms": c["latency_ms"],
+                    "error_msg": c["error_msg"],
                 }
                 for c in r["calls"]
             ],

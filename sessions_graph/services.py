@@ -144,15 +144,23 @@ def _tool_parts(content: dict[str, Any] | None) -> tuple[list[dict[str, Any]], l
         answer = part.get("function_response") or part.get("functionResponse")
         if isinstance(answer, dict) and answer.get("name"):
             response = answer.get("response") or {}
+            failed = isinstance(response, dict) and "error" in response
             responses.append(
                 {
                     "call_id": answer.get("id"),
                     "name": str(answer["name"]),
                     "response_json": _json(response, what="function_response.response"),
-                    "error": isinstance(response, dict) and "error" in response,
+                    "error": failed,
+                    # seed 004's ToolCall.error_msg: the response's `error`, as text
+                    "error_msg": _error_text(response["error"]) if failed else None,
                 }
             )
     return calls, responses
+
+
+def _error_text(error: Any) -> str:
+    text = error if isinstance(error, str) else _json(error, what="function_response.response.error")
+    return text[:4000]
 
 
 @dataclass(frozen=True)

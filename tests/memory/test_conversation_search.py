@@ -163,7 +163,10 @@ def test_past_messages_come_through_the_user_filtered_index_and_match_the_exact_
     assert filtered_vector_index()  # the suite's Neo4j is 2026.01 or later
     found = 0
     for q in unit(10):
-        search = MessageSearch(project_id=pid, scope=Scope(user_id="ana"), query="", vector=q.tolist())
+        # random vectors are unrelated (score about 0.5): no floor, the index is what is compared
+        search = MessageSearch(
+            project_id=pid, scope=Scope(user_id="ana"), query="", vector=q.tolist(), vector_floor=0.0
+        )
         hits = search.user_vector_memories(5, where=cypher.PAST_MESSAGES_WHERE, current_conversation=current)
         assert "vector_index" in search.timings_ms and "vector" not in search.timings_ms
         exact = {eligible[i]["id"] for i in np.argsort(-(stored @ q))[:5]}

@@ -67,22 +67,24 @@ def test_store_a_batch_in_order_with_conversation_and_next_chain() -> None:
     assert chain[0]["seqs"] == [1, 2, 3]
 
 
-def test_roles_outside_memory_roles_are_skipped_and_reported() -> None:
+def test_every_framework_role_is_stored_and_another_is_refused() -> None:
     tenant = make_tenant("mem-roles")
+    client = tenant.client(tenant.write_key)
     response = store(
-        tenant.client(tenant.write_key),
+        client,
         tenant.project.id,
         [{"role": "system", "text": "You are helpful."}, user("keep me"), {"role": "tool", "text": "{}"}],
         agent_id="a1",
     )
     assert response.status_code == 201
     body = response.json()
-    assert len(body["stored"]) == 1 and body["stored"][0]["index"] == 1
-    assert [(s["index"], s["role"], s["reason"]) for s in body["skipped"]] == [
-        (0, "system", "role_not_stored"),
-        (2, "tool", "role_not_stored"),
-    ]
-    assert count("Memory", tenant.project.id) == 1
+    assert [s["index"] for s in body["stored"]] == [0, 1, 2] and body["skipped"] == []
+    refused = store(
+        client, tenant.project.id, [user("not this either"), {"role": "narrator", "text": "x"}], agent_id="a1"
+    )
+    assert refused.status_code == 400
+    assert refused.json()["error"]["details"]["field"] == "messages[1].role"
+    assert count("Memory", tenant.project.id) == 3
 
 
 def test_client_supplied_embeddings_are_stored_as_their_float32_values() -> None:
@@ -341,7 +343,8 @@ def test_vector_search_of_a_large_scope_goes_through_the_index_and_matches_the_e
         messages = [user(f"{user_id} note {i}", embedding=v.tolist()) for i, v in enumerate(vectors)]
         assert store(client, pid, messages, user_id=user_id).status_code == 201
     query = "where did I leave the blue notebook"
-    body = msearch(client, pid, query, {"user_id": "ana"}, mode="vector", top_k=10).json()
+    # random vectors are all unrelated to the query: no relevance floor, the index is what is compared
+    body = msearch(client, pid, query, {"user_id": "ana"}, mode="vector", top_k=10, min_score=0).json()
     assert "vector_index" in body["timings_ms"] and "vector" not in body["timings_ms"], body["timings_ms"]
     assert [item["scope"]["user_id"] for item in body["items"]] == ["ana"] * 10
     rows = graph.read(
@@ -441,3 +444,58 @@ def test_a_store_whose_write_fails_leaves_no_processing_job(settings) -> None:  
     assert graph.read("MATCH (m:Memory {project_id: $p}) RETURN collect(m.text) AS t", p=pid)[0]["t"] == [
         "the first note"
     ]
+
+
+COOKING = [
+    "Knead the bread dough for ten minutes, then let it rise for an hour.",
+    "Bake the sourdough loaf at 230 degrees with steam for the first twenty minutes.",
+    "Simmer the tomato sauce slowly with garlic and basil.",
+]
+
+
+def test_a_query_about_nothing_stored_returns_nothing_in_every_mode() -> None:
+    tenant = make_tenant("mem-floor")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    assert store(client, pid, [user(t) for t in COOKING], user_id="cook").status_code == 201
+    for mode in ("vector", "hybrid", "fulltext"):
+        off = msearch(client, pid, "quantum chromodynamics on a lattice", {"user_id": "cook"}, mode=mode)
+        assert off.status_code == 200 and off.json()["items"] == [], mode
+        on = msearch(client, pid, "how long should the bread dough rise", {"user_id": "cook"}, mode=mode)
+        assert "Knead the bread dough" in on.json()["items"][0]["text"], mode
+    # a request's min_score replaces the mode's floor: 0 lets the nearest through, 1 keeps everything out
+    nearest = msearch(client, pid, "quantum chromodynamics", {"user_id": "cook"}, mode="vector", min_score=0)
+    assert len(nearest.json()["items"]) == 3
+    strict = msearch(client, pid, "bread dough rise", {"user_id": "cook"}, mode="vector", min_score=1)
+    assert strict.json()["items"] == []
+    assert msearch(client, pid, "bread", {"user_id": "cook"}, min_score=-1).status_code == 400
+
+
+def test_text_is_stored_nfc_and_fulltext_folds_case_and_accents() -> None:
+    tenant = make_tenant("mem-unicode")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    texts = ["cafe\u0301 au lait every morning", "the house on Straße am Meer"]
+    assert store(client, pid, [user(t) for t in texts], user_id="u").status_code == 201
+    stored = {r["t"] for r in graph.read("MATCH (m:Memory {project_id: $p}) RETURN m.text AS t", p=pid)}
+    assert "caf\u00e9 au lait every morning" in stored  # composed (NFC), as a query is
+    for query, expected in (("caf\u00e9", 0), ("cafe\u0301", 0), ("CAFE", 0), ("STRASSE", 1), ("strasse", 1)):
+        for mode in ("fulltext", "hybrid"):
+            items = msearch(client, pid, query, {"user_id": "u"}, mode=mode).json()["items"]
+            assert items and items[0]["text"].startswith(("caf", "the house")[expected]), (query, mode, items)
+
+
+def test_a_memory_fulltext_index_of_another_analyzer_is_rebuilt() -> None:
+    from memory.indexes import ensure_memory_indexes, forget_ready
+
+    ensure_memory_indexes()
+    graph.write(f"DROP INDEX {cypher.FULLTEXT_INDEX} IF EXISTS")
+    graph.write(
+        f"CREATE FULLTEXT INDEX {cypher.FULLTEXT_INDEX} FOR (m:Memory) ON EACH [m.text, m.scope_tokens]"
+    )
+    forget_ready()
+    ensure_memory_indexes()
+    rows = graph.read(
+        "SHOW FULLTEXT INDEXES YIELD name, options WHERE name = $n "
+        "RETURN options.indexConfig['fulltext.analyzer'] AS analyzer",
+        n=cypher.FULLTEXT_INDEX,
+    )
+    assert rows == [{"analyzer": "standard-folding"}]

@@ -234,6 +234,8 @@ def test_tool_calls_are_nodes_linked_to_their_responses(tenant_a: Tenant) -> Non
     timeline = tenant_a.client(tenant_a.read_key).get(f"{_base(tenant_a)}/{sid}/timeline").json()["events"]
     assert timeline[0]["tool_calls"][0]["args"] == {"city": "Bern"}
     assert timeline[1]["responded_to"] == ["c1"]
+    # seed 004's error_msg: the failed call's error, on its ToolCall; a call that succeeded has none
+    assert [c["error_msg"] for e in timeline for c in e["tool_calls"]] == [None, "unknown city"]
 
 
 def test_state_history_answers_who_changed_a_key(tenant_a: Tenant) -> None:

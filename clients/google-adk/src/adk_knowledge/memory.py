@@ -27,8 +27,14 @@ def _text(content: types.Content | None) -> str:
 
 class PlatformMemoryService(_Connected, BaseMemoryService):
     """Memory of an app's users on the platform: session events become memories scoped to app, user
-    and session; a search sees only that user's memories in that app (`top_k` best, by `mode`, or the
-    platform's default: hybrid with an embedder); deletes erase what was derived from them too.
+    and session; a search sees only that user's memories in that app; deletes erase what was derived
+    from them too.
+
+    Settings as seed 004 names them: `similarity_top_k` (default 5) results at most, by `mode` (or the
+    platform's default: hybrid with an embedder); `vector_distance_threshold` is the least vector score
+    a result needs (the platform's score, (1 + cosine) / 2; in hybrid mode it floors the vector side;
+    None: the platform's MEMORY_MIN_SCORE_VECTOR). A query about nothing stored returns nothing.
+    `top_k` is accepted for `similarity_top_k`.
     """
 
     def __init__(
@@ -36,15 +42,25 @@ class PlatformMemoryService(_Connected, BaseMemoryService):
         client: AsyncPlatformClient | None = None,
         *,
         settings: PlatformSettings | None = None,
-        top_k: int = 10,
+        similarity_top_k: int = 5,
+        vector_distance_threshold: float | None = None,
         mode: SearchMode | None = None,
+        top_k: int | None = None,
         **overrides: Any,
     ) -> None:
-        if not 1 <= top_k <= 100:
-            raise ValueError("top_k must be between 1 and 100")
+        similarity_top_k = top_k if top_k is not None else similarity_top_k
+        if not 1 <= similarity_top_k <= 100:
+            raise ValueError("similarity_top_k must be between 1 and 100")
+        if vector_distance_threshold is not None and not 0 <= vector_distance_threshold <= 1:
+            raise ValueError("vector_distance_threshold is a vector score between 0 and 1")
         _Connected.__init__(self, client, settings, **overrides)
-        self.top_k = top_k
+        self.similarity_top_k = similarity_top_k
+        self.vector_distance_threshold = vector_distance_threshold
         self.mode = mode
+
+    @property
+    def top_k(self) -> int:
+        return self.similarity_top_k
 
     @override
     async def add_session_to_memory(self, session: Session) -> None:
@@ -101,7 +117,14 @@ class PlatformMemoryService(_Connected, BaseMemoryService):
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         if not query.strip():
             return SearchMemoryResponse()
-        found = await self.sessions.memory_search(app_name, user_id, query, top_k=self.top_k, mode=self.mode)
+        found = await self.sessions.memory_search(
+            app_name,
+            user_id,
+            query,
+            top_k=self.similarity_top_k,
+            mode=self.mode,
+            min_score=self.vector_distance_threshold if self.mode != "fulltext" else None,
+        )
         return SearchMemoryResponse(
             memories=[
                 MemoryEntry(

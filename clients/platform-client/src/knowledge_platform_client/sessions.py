@@ -184,13 +184,23 @@ class SessionsClient:
         return totals
 
     async def memory_search(
-        self, app_name: str, user_id: str, query: str, *, top_k: int = 10, mode: str | None = None
+        self,
+        app_name: str,
+        user_id: str,
+        query: str,
+        *,
+        top_k: int = 5,
+        mode: str | None = None,
+        min_score: float | None = None,
     ) -> list[SessionMemory]:
-        data = await self.client.request(
-            "POST",
-            self._user(app_name, user_id, "memory", "search"),
-            json={"query": query, "top_k": top_k, **({"mode": mode} if mode else {})},
-        )
+        """The user's memories in the app closest to `query`: at most `top_k`, none scoring below
+        `min_score` (the platform's floor for the mode when None)."""
+        body: dict[str, Any] = {"query": query, "top_k": top_k}
+        if mode:
+            body["mode"] = mode
+        if min_score is not None:
+            body["min_score"] = min_score
+        data = await self.client.request("POST", self._user(app_name, user_id, "memory", "search"), json=body)
         return [SessionMemory.model_validate(m) for m in data["memories"]]
 
     async def memory_delete(self, app_name: str, user_id: str, memory_id: str) -> dict[str, int]:

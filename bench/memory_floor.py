@@ -1,0 +1,140 @@
+"""Calibration of memory search's vector relevance floor (`MEMORY_MIN_SCORE_VECTOR`).
+
+A vector search always has a nearest neighbour, so without a floor a question about nothing stored
+still returns the top k. The floor is a score below which a memory is not returned, on the scale the
+API returns (Neo4j's cosine score, (1 + cosine) / 2, between 0 and 1). It is
+chosen on locomo-dev (the five development conversations of LoCoMo; the other five are held out):
+every turn is a memory of its conversation's user, embedded by the platform's local embedder (the
+same model and normalisation the server uses, so cosines are the server's), and each question of
+categories 1-4 searches its conversation's memories.
+
+For each candidate floor the run reports:
+- evidence recall@10 of the questions (what the floor costs on questions that have answers);
+- the share of off-topic questions that get nothing back: HotpotQA-100's Wikipedia questions asked of
+  the same conversations (a domain none of them talks about).
+The default is the highest floor that keeps recall@10 within 0.005 of no floor at all.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.rows import row
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+FLOORS = [round(0.5 + 0.025 * i, 3) for i in range(0, 13)]
+K = 10
+RECALL_TOLERANCE = 0.005
+
+
+def _embed(texts: list[str]) -> np.ndarray:
+    from core.embeddings.base import get_embedder
+
+    vectors = np.asarray(get_embedder().embed(texts), dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _conversations() -> list[dict[str, Any]]:
+    out = []
+    for item in json.loads((DATA / "locomo-dev" / "locomo-dev.json").read_text()):
+        conv = item["conversation"]
+        turns = [
+            t
+            for key, value in conv.items()
+            if key.startswith("session_") and isinstance(value, list)
+            for t in value
+        ]
+        questions = [q for q in item["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
+        out.append({"turns": turns, "questions": questions})
+    return out
+
+
+def _measure() -> dict[str, Any]:
+    off_topic = [q["question"] for q in json.loads((DATA / "hotpotqa-100" / "questions.json").read_text())]
+    off_vectors = _embed(off_topic)
+    hits = {f: 0.0 for f in FLOORS}
+    empty_on = {f: 0 for f in FLOORS}
+    empty_off = {f: 0 for f in FLOORS}
+    asked = asked_off = 0
+    for conv in _conversations():
+        ids = [t["dia_id"] for t in conv["turns"]]
+        memory = _embed([t["text"] for t in conv["turns"]])
+        questions = _embed([q["question"] for q in conv["questions"]])
+        for question, vector in zip(conv["questions"], questions, strict=True):
+            scores = (1 + memory @ vector) / 2  # Neo4j's vector.similarity.cosine
+            top = np.argsort(-scores)[:K]
+            evidence = set(question["evidence"])
+            for floor in FLOORS:
+                kept = [i for i in top if scores[i] >= floor]
+                found = {ids[i] for i in kept} & evidence
+                hits[floor] += len(found) / len(evidence)
+                empty_on[floor] += not kept
+            asked += 1
+        best_off = ((1 + memory @ off_vectors.T) / 2).max(axis=0)
+        for floor in FLOORS:
+            empty_off[floor] += int((best_off < floor).sum())
+        asked_off += len(off_topic)
+    table = [
+        {
+            "floor": f,
+            "recall_at_10": round(hits[f] / asked, 4),
+            "on_topic_empty": round(empty_on[f] / asked, 4),
+            "off_topic_empty": round(empty_off[f] / asked_off, 4),
+        }
+        for f in FLOORS
+    ]
+    baseline = table[0]["recall_at_10"]
+    chosen = max(
+        (r for r in table if baseline - r["recall_at_10"] <= RECALL_TOLERANCE), key=lambda r: r["floor"]
+    )
+    return {"table": table, "chosen": chosen, "questions": asked, "off_topic_questions": asked_off}
+
+
+def run() -> dict[str, Any]:
+    started = time.perf_counter()
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    figures = _measure()
+    figures["configured_floor"] = settings.MEMORY_MIN_SCORE_VECTOR
+    figures["embedder"] = f"{settings.EMBEDDINGS_PROVIDER}:{settings.EMBEDDINGS_MODEL}"
+    figures["wall_s"] = round(time.perf_counter() - started, 1)
+    figures["notes"] = (
+        "In-process, the server's local embedder; evidence recall@10 over locomo-dev categories 1-4 "
+        "(each question searches its own conversation); off-topic: HotpotQA-100 questions asked of every "
+        f"locomo-dev conversation. Chosen: the highest floor within {RECALL_TOLERANCE} recall of no floor."
+    )
+    return {"rows": _rows(figures), "figures": figures}
+
+
+def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
+    none = f["table"][0]
+    configured = next(r for r in f["table"] if r["floor"] == f["configured_floor"])
+    label = f"floor {f['configured_floor']} (MEMORY_MIN_SCORE_VECTOR)"
+    return [
+        row(
+            f"memory vector search, {label}: evidence recall@10, locomo-dev",
+            configured["recall_at_10"],
+            "",
+            peer=("no floor, same run", none["recall_at_10"]),
+        ),
+        row(
+            f"memory vector search, {label}: off-topic questions answered with nothing",
+            round(100 * configured["off_topic_empty"], 1),
+            "%",
+            peer=("no floor, same run", round(100 * none["off_topic_empty"], 1)),
+        ),
+        row(
+            f"memory vector search, {label}: on-topic questions answered with nothing",
+            round(100 * configured["on_topic_empty"], 1),
+            "%",
+            peer=("no floor, same run", round(100 * none["on_topic_empty"], 1)),
+        ),
+    ]
