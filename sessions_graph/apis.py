@@ -265,7 +265,10 @@ class MemoryEventField(serializers.DictField):
 
 
 class EventAppendSerializer(StrictSerializer):
-    event = EventField()
+    """One `event`, or a burst of `events` appended in order in one transaction (all or none)."""
+
+    event = EventField(required=False)
+    events = serializers.ListField(child=EventField(), required=False, min_length=1, max_length=1000)
     expected_revision = serializers.IntegerField(
         required=False, allow_null=True, min_value=0, max_value=INT64_MAX
     )
@@ -278,6 +281,18 @@ class EventAppendSerializer(StrictSerializer):
         if errors:
             raise serializers.ValidationError(errors)
         return value
+
+    def validate_events(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for position, event in enumerate(value):
+            errors = event_errors(event)
+            if errors:
+                raise serializers.ValidationError({str(position): errors})
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("event" in attrs) == ("events" in attrs):
+            raise serializers.ValidationError("give one event, or a list of events")
+        return attrs
 
 
 class SessionListCreateApi(SessionsApi):
@@ -405,15 +420,17 @@ class EventAppendApi(SessionsApi):
         expected = _if_match(request)
         if expected is None:
             expected = data.get("expected_revision")
-        written = services.event_append(
+        written = services.events_append(
             project_id=project_id,
             app_name=app_name,
             user_id=user_id,
             session_id=session_id,
-            event=data["event"],
+            events=data["events"] if "events" in data else [data["event"]],
             expected_revision=expected,
             expected_last_update_time=data.get("expected_last_update_time"),
         )
+        if "event" in data:
+            written["event"] = written.pop("events")[0]
         return Response(written, status=status.HTTP_201_CREATED, headers={"ETag": f'"{written["revision"]}"'})
 
 

@@ -236,12 +236,40 @@ def event_append(
     expected_revision: int | None = None,
     expected_last_update_time: float | None = None,
 ) -> dict[str, Any]:
-    """Append `event` (ADK's Event as JSON) and apply its state delta, atomically; the session's
-    `last_update_time` becomes the event's timestamp, as in ADK. A stale writer is 409 and nothing is
-    written: with `expected_revision`, when the session's revision is another; with
-    `expected_last_update_time` (a writer that knows only the time it read, as ADK's marker-less
-    sessions), when the session was updated later than that."""
-    plan = _append_checked(event)
+    """Append `event` (ADK's Event as JSON) and apply its state delta, atomically (see events_append)."""
+    written = events_append(
+        project_id=project_id,
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        events=[event],
+        expected_revision=expected_revision,
+        expected_last_update_time=expected_last_update_time,
+    )
+    return {"event": written.pop("events")[0], **written}
+
+
+def events_append(
+    *,
+    project_id: str,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    events: list[dict[str, Any]],
+    expected_revision: int | None = None,
+    expected_last_update_time: float | None = None,
+) -> dict[str, Any]:
+    """Append `events` in order (ADK's Event as JSON) and apply their state deltas, in one transaction:
+    all of them or none. The session's `last_update_time` becomes the last event's timestamp, as in
+    ADK. A stale writer is 409 and nothing is written: with `expected_revision`, when the session's
+    revision is another; with `expected_last_update_time` (a writer that knows only the time it read,
+    as ADK's marker-less sessions), when the session was updated later than that."""
+    plans = [_append_checked(event) for event in events]
+    app_delta: dict[str, Any] = {}
+    user_delta: dict[str, Any] = {}
+    for plan in plans:
+        app_delta.update(plan.app_delta)
+        user_delta.update(plan.user_delta)
     key: dict[str, Any] = {
         "project_id": project_id,
         "app_name": app_name,
@@ -255,38 +283,45 @@ def event_append(
             raise NotFound("session not found")
         _check_fresh(row, expected_revision, expected_last_update_time)
         state = json.loads(row["state_json"] or "{}")
-        writes = _state_writes(state, plan.session_delta)
-        seq = int(row["event_count"] or 0) + 1
-        tx.run(
-            cypher.EVENT_APPEND,
-            uid=row["uid"],
-            project_id=project_id,
-            state_json=_json(state, what="state"),
-            event={
-                "event_id": str(plan.event["id"]),
-                "seq": seq,
-                "author": str(plan.event.get("author") or ""),
-                "timestamp": float(plan.event["timestamp"]),
-                "invocation_id": plan.event.get("invocation_id"),
-                "content_json": _json(plan.content, what="content"),
-                "actions_json": _json(plan.stored_actions, what="actions"),
-                "event_json": _json(plan.stored_event, what="event"),
-                "text": event_text(plan.content),
-            },
-            writes=writes,
-            calls=plan.calls,
-            responses=plan.responses,
-        ).consume()
-        if plan.app_delta or plan.user_delta:
-            _shadow_update(tx, project_id, app_name, user_id, plan.app_delta, plan.user_delta, now_ms())
+        seq = int(row["event_count"] or 0)
+        for plan in plans:
+            seq += 1
+            writes = _state_writes(state, plan.session_delta)
+            tx.run(
+                cypher.EVENT_APPEND,
+                uid=row["uid"],
+                project_id=project_id,
+                state_json=_json(state, what="state"),
+                event=_event_row(plan, seq),
+                writes=writes,
+                calls=plan.calls,
+                responses=plan.responses,
+            ).consume()
+        if app_delta or user_delta:
+            _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now_ms())
         return {
-            "last_update_time": float(plan.event["timestamp"]),
-            "revision": int(row["revision"] or 0) + 1,
+            "last_update_time": float(plans[-1].event["timestamp"]),
+            "revision": int(row["revision"] or 0) + len(plans),
             "seq": seq,
         }
 
     written = graph.write_tx(work)
-    return {"event": plan.stored_event, **written}
+    return {"events": [plan.stored_event for plan in plans], **written}
+
+
+def _event_row(plan: _Append, seq: int) -> dict[str, Any]:
+    """The Event node's properties of a checked event at position `seq` of its session."""
+    return {
+        "event_id": str(plan.event["id"]),
+        "seq": seq,
+        "author": str(plan.event.get("author") or ""),
+        "timestamp": float(plan.event["timestamp"]),
+        "invocation_id": plan.event.get("invocation_id"),
+        "content_json": _json(plan.content, what="content"),
+        "actions_json": _json(plan.stored_actions, what="actions"),
+        "event_json": _json(plan.stored_event, what="event"),
+        "text": event_text(plan.content),
+    }
 
 
 def _check_fresh(row: Any, expected_revision: int | None, expected_last_update_time: float | None) -> None:

@@ -229,3 +229,21 @@ async def test_tenants_and_scopes_hold(
         assert stored is not None and len(stored.events) == 1
         with pytest.raises(PermissionDeniedError):
             await reader.append_event(stored, _event("user", "not allowed"))
+
+
+async def test_a_burst_of_events_goes_in_one_call(platform_web: Platform, client_tenant: Tenant) -> None:
+    async with PlatformSessionService(settings=platform_web.settings(client_tenant)) as service:
+        session = await service.create_session(app_name="a", user_id="u", session_id="burst")
+        stale = await service.get_session(app_name="a", user_id="u", session_id="burst")
+        events = [
+            _event("user", f"turn {i}", ts=100.0 + i, delta={"n": i, "temp:t": i}) for i in range(5)
+        ] + [Event(author="user", partial=True)]
+        stored = await service.append_events(session, events)
+        assert len(stored) == 5 and session.state["temp:t"] == 4 and session.last_update_time == 104.0
+        got = await service.get_session(app_name="a", user_id="u", session_id="burst")
+        assert got is not None and got.state == {"n": 4} and got.last_update_time == 104.0
+        assert [e.id for e in got.events] == [e.id for e in session.events]
+        await service.append_event(session, _event("user", "after the burst"))  # its revision followed
+        with pytest.raises(StaleSessionError):
+            await service.append_events(stale, [_event("user", "from a stale copy")])  # type: ignore[arg-type]
+        assert len((await service.get_session(app_name="a", user_id="u", session_id="burst")).events) == 6  # type: ignore[union-attr]

@@ -605,3 +605,44 @@ def test_sessions_stored_in_milliseconds_are_converted_once(tenant_a: Tenant) ->
         1_700_000_000.0,
         1,
     )
+
+
+def test_a_burst_of_events_is_appended_in_one_transaction_or_not_at_all(tenant_a: Tenant) -> None:
+    sid = _create(tenant_a)["id"]
+    client = tenant_a.client(tenant_a.write_key)
+    url = f"{_base(tenant_a)}/{sid}/events"
+    call = _event(
+        "agent",
+        "",
+        timestamp=10.0,
+        content={"role": "model", "parts": [{"function_call": {"id": "c1", "name": "f"}}]},
+    )
+    answer = _event(
+        "agent",
+        "",
+        timestamp=10.25,
+        content={"role": "user", "parts": [{"function_response": {"id": "c1", "name": "f", "response": {}}}]},
+    )
+    burst = [_event(text="one", delta={"k": 1, "user:u": 1}, timestamp=9.0), call, answer]
+    written = client.post(url, {"events": burst, "expected_revision": 0}, format="json")
+    assert written.status_code == 201, written.content
+    body = written.json()
+    assert (body["revision"], body["seq"], body["last_update_time"], len(body["events"])) == (3, 3, 10.25, 3)
+    assert written["ETag"] == '"3"'
+    got = _get(tenant_a, sid).json()
+    assert got["state"] == {"k": 1, "user:u": 1} and [e["timestamp"] for e in got["events"]] == [
+        9.0,
+        10.0,
+        10.25,
+    ]
+    tools = client.get(f"{_base(tenant_a)}/{sid}/tool-calls").json()["tools"]
+    assert tools[0]["responded"] == 1 and tools[0]["max_latency_ms"] == 250  # answered inside the burst
+    before = node_count()
+    stale = client.post(url, {"events": [_event(text="late")], "expected_revision": 0}, format="json")
+    assert stale.status_code == 409
+    bad = client.post(url, {"events": [_event(text="fine"), {"author": ""}]}, format="json")
+    assert bad.status_code == 400 and "events" in str(bad.json()["error"]), bad.json()
+    both = client.post(url, {"event": _event(), "events": [_event()]}, format="json")
+    assert both.status_code == 400
+    assert client.post(url, {"events": []}, format="json").status_code == 400
+    assert node_count() == before and _get(tenant_a, sid).json()["event_count"] == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from google.adk.errors import StaleSessionError
@@ -117,6 +118,41 @@ class PlatformSessionService(_Connected, BaseSessionService):
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         return await self.sessions.user_state(app_name, user_id)
+
+    async def append_events(self, session: Session, events: Sequence[Event]) -> list[Event]:
+        """Append a burst of events (an import, a replay, a turn's events held back) in one request and
+        one transaction, as `append_event` would one by one: partial events are left out, `temp:` state
+        reaches the session object but not storage, and a stale session raises `StaleSessionError`
+        with nothing written. Returns the events stored (at most 1,000 per call)."""
+        kept = []
+        for event in events:
+            if event.partial:
+                continue
+            self._apply_temp_state(session, event)
+            kept.append(self._trim_temp_delta_state(event))
+        if not kept:
+            return []
+        marker = session._storage_update_marker
+        try:
+            written = await self.sessions.append_many(
+                session.app_name,
+                session.user_id,
+                session.id,
+                [event_json(e) for e in kept],
+                expected_revision=int(marker) if marker is not None else None,
+                expected_last_update_time=session.last_update_time if marker is None else None,
+            )
+        except ConflictError as exc:
+            raise StaleSessionError(
+                "The session was modified in storage since it was loaded; reload it and retry."
+            ) from exc
+        except NotFoundError as exc:
+            raise SessionNotFoundError(f"Session {session.id} not found.") from exc
+        for event in kept:
+            self._commit_event_to_session(session, event)
+        session.last_update_time = written.last_update_time
+        session._storage_update_marker = str(written.revision)
+        return kept
 
     @override
     async def append_event(self, session: Session, event: Event) -> Event:

@@ -29,10 +29,17 @@ from knowledge_platform_client.memory import (
     MemorySearchResult,
     StoreResult,
 )
-from knowledge_platform_client.sessions import AppendResult, SessionMemory, SessionRecord, SessionsClient
+from knowledge_platform_client.sessions import (
+    AppendManyResult,
+    AppendResult,
+    SessionMemory,
+    SessionRecord,
+    SessionsClient,
+)
 from knowledge_platform_client.settings import ConfigurationError, PlatformSettings
 
 __all__ = [
+    "AppendManyResult",
     "AppendResult",
     "AsyncPlatformClient",
     "AuthenticationError",

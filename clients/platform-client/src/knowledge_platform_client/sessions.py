@@ -38,6 +38,13 @@ class AppendResult(ApiModel):
     seq: int
 
 
+class AppendManyResult(ApiModel):
+    events: list[dict[str, Any]]
+    last_update_time: float
+    revision: int
+    seq: int
+
+
 class SessionMemory(ApiModel):
     id: str
     text: str
@@ -144,6 +151,28 @@ class SessionsClient:
             "POST", self._session(app_name, user_id, session_id, "events"), json=body
         )
         return AppendResult.model_validate(data)
+
+    async def append_many(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: Sequence[dict[str, Any]],
+        *,
+        expected_revision: int | None = None,
+        expected_last_update_time: float | None = None,
+    ) -> AppendManyResult:
+        """Append a burst of events in order, in one request and one transaction: all of them or none
+        (a stale revision raises `ConflictError`). At most 1,000 per call."""
+        body: dict[str, Any] = {"events": list(events)}
+        if expected_revision is not None:
+            body["expected_revision"] = expected_revision
+        if expected_last_update_time is not None:
+            body["expected_last_update_time"] = expected_last_update_time
+        data = await self.client.request(
+            "POST", self._session(app_name, user_id, session_id, "events"), json=body
+        )
+        return AppendManyResult.model_validate(data)
 
     async def user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         data = await self.client.request("GET", self._user(app_name, user_id, "state"))
