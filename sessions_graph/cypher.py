@@ -59,26 +59,48 @@ RETURN a.state_json AS app_state, u.state_json AS user_state
 # Events are in ADK's order: by timestamp, ties in append order (seq). The range on `timestamp` lets
 # the (session_uid, timestamp) index give that order, so a page touches only its own events.
 _EVENT_AFTER_CURSOR = "($c_ts IS NULL OR e.timestamp > $c_ts OR (e.timestamp = $c_ts AND e.seq > $c_seq))"
+_EVENT_ROW = "collect([e.event_json, e.timestamp, e.seq]) AS events"
 
-# One page of a session's events, oldest first, from `$floor` (a time) and after the cursor.
-EVENTS_PAGE = f"""
-MATCH (e:Event)
-WHERE e.session_uid = $uid AND e.timestamp >= $floor AND {_EVENT_AFTER_CURSOR}
-RETURN e.event_json AS event_json, e.timestamp AS timestamp, e.seq AS seq
-ORDER BY e.timestamp, e.seq
-LIMIT $limit
+# A page of the session's events, oldest first: from `$floor` (a time) and after the cursor ...
+_EVENTS_PAGE = f"""
+  MATCH (e:Event)
+  WHERE e.session_uid = s.id AND e.timestamp >= $floor AND {_EVENT_AFTER_CURSOR}
+  WITH e ORDER BY e.timestamp, e.seq LIMIT $limit
+  RETURN {_EVENT_ROW}
 """
+# ... or the same page within the `$recent` latest events only (ADK's num_recent_events): the index
+# gives the time of the $recent-th latest event reading only $recent entries, then the events from that
+# time on (ties at it included) are ordered exactly ...
+_EVENTS_RECENT_PAGE = f"""
+  CALL (s) {{
+    MATCH (e:Event)
+    WHERE e.session_uid = s.id AND e.timestamp >= $floor
+    WITH e.timestamp AS t ORDER BY t DESC LIMIT $recent
+    RETURN coalesce(min(t), $floor) AS from_time
+  }}
+  MATCH (e:Event)
+  WHERE e.session_uid = s.id AND e.timestamp >= from_time
+  WITH e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $recent
+  WITH e WHERE {_EVENT_AFTER_CURSOR}
+  WITH e ORDER BY e.timestamp, e.seq LIMIT $limit
+  RETURN {_EVENT_ROW}
+"""
+# ... or none.
+_NO_EVENTS = "RETURN [] AS events"
 
-# The same page within the `$recent` latest events only (ADK's num_recent_events).
-EVENTS_RECENT_PAGE = f"""
-MATCH (e:Event)
-WHERE e.session_uid = $uid AND e.timestamp >= $floor
-WITH e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $recent
-WITH e WHERE {_EVENT_AFTER_CURSOR}
-RETURN e.event_json AS event_json, e.timestamp AS timestamp, e.seq AS seq
-ORDER BY e.timestamp, e.seq
-LIMIT $limit
+# A session with its app and user state and one page of its events, in one read.
+_SESSION_READ = """
+MATCH (s:Session {{project_id: $project_id, app_name: $app_name, user_id: $user_id, session_id: $session_id}})
+USING INDEX s:Session(project_id, app_name, user_id, session_id)
+OPTIONAL MATCH (a:AppState {{project_id: $project_id, app_name: $app_name}})
+OPTIONAL MATCH (u:UserState {{project_id: $project_id, app_name: $app_name, user_id: $user_id}})
+CALL (s) {{ {events} }}
+RETURN s {{.id, .session_id, .app_name, .user_id, .state_json, .created_at, .last_update_time, .revision,
+          .event_count}} AS session, a.state_json AS app_state, u.state_json AS user_state, events
 """
+SESSION_READ = _SESSION_READ.format(events=_NO_EVENTS)
+SESSION_READ_EVENTS = _SESSION_READ.format(events=_EVENTS_PAGE)
+SESSION_READ_RECENT = _SESSION_READ.format(events=_EVENTS_RECENT_PAGE)
 
 # One row holding a list of lists: a listing may return 10,000 sessions, and one list decodes far
 # faster than 10,000 records. App and user are the caller's.

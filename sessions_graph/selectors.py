@@ -54,33 +54,31 @@ def session_get(
     """The session with its state (app and user state merged in) and the asked-for events in ADK's
     order (timestamp, ties in append order): the last `num_recent_events` (0: none), those at or after
     `after_timestamp`, or all; at most `events_limit` of them after the `events_after` cursor
-    (timestamp, seq), with `next_events_cursor` (the last one's) when more follow."""
-    try:
-        uid, row = _uid(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
-    except NotFound:
-        return None
-    shadow = graph.read(cypher.SHADOW_STATE, project_id=project_id, app_name=app_name, user_id=user_id)[0]
-    session = _session(row, shadow["app_state"], shadow["user_state"])
-    if not with_events:
-        return session
-    limit = events_limit if events_limit is not None else session["event_count"] + 1
-    params: dict[str, Any] = {
-        "uid": uid,
+    (timestamp, seq), with `next_events_cursor` (the last one's) when more follow. One read."""
+    key = {"project_id": project_id, "app_name": app_name, "user_id": user_id, "session_id": session_id}
+    page = {
         "floor": after_timestamp if after_timestamp is not None else float("-inf"),
         "c_ts": events_after[0] if events_after else None,
         "c_seq": events_after[1] if events_after else None,
-        "limit": limit + 1,
+        # one more than the page, to know whether more follow; every event when no limit is given
+        "limit": (events_limit if events_limit is not None else 2**62) + 1,
     }
-    if num_recent_events == 0:
-        rows = []
+    if not with_events or num_recent_events == 0:
+        rows = graph.read(cypher.SESSION_READ, **key)
     elif num_recent_events is not None:
-        rows = graph.read(cypher.EVENTS_RECENT_PAGE, recent=num_recent_events, **params)
+        rows = graph.read(cypher.SESSION_READ_RECENT, recent=num_recent_events, **key, **page)
     else:
-        rows = graph.read(cypher.EVENTS_PAGE, **params)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    session["events"] = [json.loads(r["event_json"]) for r in rows]
-    session["next_events_cursor"] = (rows[-1]["timestamp"], rows[-1]["seq"]) if more else None
+        rows = graph.read(cypher.SESSION_READ_EVENTS, **key, **page)
+    if not rows:
+        return None
+    session = _session(rows[0]["session"], rows[0]["app_state"], rows[0]["user_state"])
+    if not with_events:
+        return session
+    events = rows[0]["events"]
+    more = events_limit is not None and len(events) > events_limit
+    events = events[:events_limit] if more else events
+    session["events"] = [json.loads(event_json) for event_json, _ts, _seq in events]
+    session["next_events_cursor"] = (events[-1][1], events[-1][2]) if more else None
     return session
 
 
