@@ -96,9 +96,12 @@ def _measure() -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
-    started = time.perf_counter()
+    import os
+
     import django
 
+    started = time.perf_counter()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
     from django.conf import settings
 

@@ -43,6 +43,7 @@ from bench import (  # noqa: E402
     ingestion,
     maf_provider,
     memory,
+    memory_floor,
     retrieval,
     rows,
     sessions,
@@ -60,6 +61,7 @@ BENCHMARKS = {
     "ingestion": ingestion,
     "retrieval": retrieval,
     "memory": memory,
+    "memory_floor": memory_floor,
     "sessions": sessions,
 }
 DEFAULT_REPEATS = 3
