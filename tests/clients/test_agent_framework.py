@@ -125,6 +125,7 @@ def test_configuration_is_validated() -> None:
         {"knowledge_enabled": False},
         {"drift": True, "profile": "document_context"},
         {"user_id": ""},
+        {"user_id": "a\x00b"},
         {"unknown_knob": 1},
     ):
         with pytest.raises(ValidationError):
@@ -246,6 +247,22 @@ async def test_memory_across_sessions_and_never_across_users(
     async with AsyncPlatformClient(settings) as client:
         bruno_memories, _ = await MemoryClient(client).list({"user_id": "bruno"})
     assert {m.text for m in bruno_memories} == {"Where do I live?", "echo: Where do I live?"}
+
+
+async def test_every_role_the_provider_may_store_is_stored(
+    platform_web: Platform, client_tenant: Tenant, fake: FakeOpenAI, chat: OpenAIChatCompletionClient
+) -> None:
+    """memory_roles may name system and tool; the platform stores them (it used to drop them)."""
+    settings = platform_web.settings(client_tenant)
+    roles = ("user", "assistant", "system", "tool")
+    provider = _provider(settings, memory_enabled=True, user_id="rolf", memory_roles=roles)
+    async with provider:
+        agent = _agent(chat, provider)
+        messages = [Message(role="system", text="Speak briefly."), Message(role="user", text="Hello there.")]
+        await agent.run(messages, session=agent.create_session())
+    async with AsyncPlatformClient(settings) as client:
+        stored, _ = await MemoryClient(client).list({"user_id": "rolf"})
+    assert {(m.role, m.text) for m in stored} >= {("system", "Speak briefly."), ("user", "Hello there.")}
 
 
 @pytest.mark.slow

@@ -60,6 +60,13 @@ class ProviderConfig(BaseModel):
     fail_open: bool = True
     pending_limit: int = Field(default=1000, ge=0, le=100_000)
 
+    @field_validator("application_id", "agent_id", "user_id", "thread_id")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("an id is 1-256 characters without NUL")
+        return value
+
     @field_validator("memory_roles")
     @classmethod
     def _known_roles(cls, roles: tuple[str, ...]) -> tuple[str, ...]:
