@@ -19,8 +19,11 @@ SCHEMA: list[str] = [
     "CREATE CONSTRAINT app_state_key IF NOT EXISTS FOR (a:AppState) REQUIRE (a.project_id, a.app_name) IS UNIQUE",
     "CREATE CONSTRAINT user_state_key IF NOT EXISTS "
     "FOR (u:UserState) REQUIRE (u.project_id, u.app_name, u.user_id) IS UNIQUE",
-    # Sessions stored before session times were ADK's float seconds and before `revision` existed are
-    # converted once (a no-op afterwards: every session has a revision).
+]
+
+# Data written by an earlier version, brought up to date after the schema is applied (each a no-op once
+# done): sessions stored before session times were ADK's float seconds and `revision` existed.
+MIGRATIONS: list[str] = [
     "MATCH (s:Session) WHERE s.revision IS NULL "
     "SET s.revision = coalesce(s.event_count, 0), s.created_at = toFloat(s.created_at) / 1000.0, "
     "s.last_update_time = toFloat(s.last_update_time) / 1000.0",

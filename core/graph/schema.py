@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from types import ModuleType
 
 from django.apps import apps
 from neomodel import StructuredNode
@@ -55,13 +56,20 @@ def node_schema_statements() -> list[str]:
     return statements
 
 
-def app_schema_statements() -> list[str]:
-    statements: list[str] = []
+def _app_cypher_modules() -> list[ModuleType]:
+    """The `cypher` module of every installed app that has one."""
+    modules = []
     for config in apps.get_app_configs():
         try:
-            module = importlib.import_module(f"{config.name}.cypher")
+            modules.append(importlib.import_module(f"{config.name}.cypher"))
         except ModuleNotFoundError:
             continue
+    return modules
+
+
+def app_schema_statements() -> list[str]:
+    statements: list[str] = []
+    for module in _app_cypher_modules():
         schema = getattr(module, "SCHEMA", [])
         statements.extend(schema() if callable(schema) else schema)
     return statements
@@ -71,13 +79,22 @@ def all_statements() -> list[str]:
     return node_schema_statements() + app_schema_statements()
 
 
+def app_migrations() -> list[str]:
+    """Each app's `cypher.MIGRATIONS`: data statements that bring what an earlier version wrote up to
+    date, each a no-op once done (run after the schema, at every start)."""
+    return [statement for module in _app_cypher_modules() for statement in getattr(module, "MIGRATIONS", [])]
+
+
 def apply_schema() -> list[str]:
-    """Create every constraint and index that is missing, then wait for them to be online."""
+    """Create every constraint and index that is missing, wait for them to be online, then run the
+    apps' data migrations."""
     global _applied
     statements = all_statements()
     for statement in statements:
         graph.write(statement)
     graph.write("CALL db.awaitIndexes(300)")
+    for statement in app_migrations():
+        graph.write(statement)
     _applied = True
     return statements
 

@@ -258,7 +258,10 @@ async def test_every_role_the_provider_may_store_is_stored(
     provider = _provider(settings, memory_enabled=True, user_id="rolf", memory_roles=roles)
     async with provider:
         agent = _agent(chat, provider)
-        messages = [Message(role="system", text="Speak briefly."), Message(role="user", text="Hello there.")]
+        messages = [
+            Message(role="system", contents=["Speak briefly."]),
+            Message(role="user", contents=["Hello there."]),
+        ]
         await agent.run(messages, session=agent.create_session())
     async with AsyncPlatformClient(settings) as client:
         stored, _ = await MemoryClient(client).list({"user_id": "rolf"})
