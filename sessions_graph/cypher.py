@@ -37,7 +37,7 @@ MERGE (u:User {project_id: $project_id, app_name: $app_name, user_id: $user_id})
 MERGE (a)-[:HAS_USER]->(u)
 CREATE (s:Session {id: $uid, project_id: $project_id, app_name: $app_name, user_id: $user_id,
                    session_id: $session_id, state_json: $state_json, created_at: $now,
-                   last_update_time: $now, revision: 0, event_count: 0})
+                   last_update_time: $now, revision: 0, event_count: 0, in_time_order: true})
 CREATE (u)-[:STARTED_SESSION]->(s)
 RETURN s.id AS uid
 """
@@ -71,18 +71,28 @@ _EVENTS_PAGE = f"""
   WITH e ORDER BY e.timestamp, e.seq LIMIT $limit
   RETURN {_EVENT_ROW}
 """
-# ... or the same page within the `$recent` latest events only (ADK's num_recent_events): the index
-# gives the time of the $recent-th latest event reading only $recent entries, then the events from that
-# time on (ties at it included) are ordered exactly ...
+# ... or the same page within the `$recent` latest events only (ADK's num_recent_events). While a
+# session's events were appended in time order (`in_time_order`), the latest are the last by seq: the
+# (session_uid, seq) index reads just those. Otherwise the (session_uid, timestamp) index gives the
+# time of the $recent-th latest, and the events from that time on (ties included) are ordered exactly ...
 _EVENTS_RECENT_PAGE = f"""
   CALL (s) {{
+    WITH s WHERE s.in_time_order
     MATCH (e:Event)
-    WHERE e.session_uid = s.id AND e.timestamp >= $floor
-    WITH e.timestamp AS t ORDER BY t DESC LIMIT $recent
-    RETURN coalesce(min(t), $floor) AS from_time
+    WHERE e.session_uid = s.id AND e.seq > s.event_count - $recent AND e.timestamp >= $floor
+    RETURN e
+    UNION
+    WITH s WHERE NOT coalesce(s.in_time_order, false)
+    CALL (s) {{
+      MATCH (e:Event)
+      WHERE e.session_uid = s.id AND e.timestamp >= $floor
+      WITH e.timestamp AS t ORDER BY t DESC LIMIT $recent
+      RETURN coalesce(min(t), $floor) AS from_time
+    }}
+    MATCH (e:Event)
+    WHERE e.session_uid = s.id AND e.timestamp >= from_time
+    RETURN e
   }}
-  MATCH (e:Event)
-  WHERE e.session_uid = s.id AND e.timestamp >= from_time
   WITH e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $recent
   WITH e WHERE {_EVENT_AFTER_CURSOR}
   WITH e ORDER BY e.timestamp, e.seq LIMIT $limit
@@ -189,13 +199,16 @@ REMOVE a._lock, u._lock
 # One event: the node, its place in the chain, the state it wrote, the tools it called or answered.
 EVENT_APPEND = """
 MATCH (s:Session {id: $uid})
+WITH s, coalesce(s.in_time_order, false) AND $event.timestamp >= coalesce(s.max_event_time, $event.timestamp)
+        AS in_time_order,
+     CASE WHEN s.max_event_time > $event.timestamp THEN s.max_event_time ELSE $event.timestamp END AS max_time
 CREATE (e:Event {id: randomUUID(), project_id: $project_id, session_uid: $uid, event_id: $event.event_id,
                  seq: $event.seq, author: $event.author, timestamp: $event.timestamp,
                  invocation_id: $event.invocation_id, content_json: $event.content_json,
                  actions_json: $event.actions_json, event_json: $event.event_json, text: $event.text})
 CREATE (e)-[:OF_SESSION]->(s)
 SET s.state_json = $state_json, s.last_update_time = $event.timestamp, s.revision = s.revision + 1,
-    s.event_count = $event.seq
+    s.event_count = $event.seq, s.in_time_order = in_time_order, s.max_event_time = max_time
 REMOVE s._lock
 WITH s, e
 CALL (e) {

@@ -9,7 +9,7 @@ the shadow states' `version` is integer milliseconds.
 
 from __future__ import annotations
 
-from neomodel import FloatProperty, IntegerProperty, StringProperty
+from neomodel import BooleanProperty, FloatProperty, IntegerProperty, StringProperty
 
 from core.nodes import TenantNode
 
@@ -34,6 +34,9 @@ class Session(TenantNode):
     last_update_time = FloatProperty()
     revision = IntegerProperty()
     event_count = IntegerProperty()
+    # every event so far appended in time order (then the latest N are the last N by seq)
+    in_time_order = BooleanProperty()
+    max_event_time = FloatProperty()
 
 
 class Event(TenantNode):

@@ -525,6 +525,15 @@ def test_last_update_time_is_the_latest_events_time_and_events_follow_time(tenan
         2000.5,
         3000.0,
     ]
+    # appended out of time order: the latest events are found by time, not by append order
+    flag = "MATCH (s:Session {project_id: $p, session_id: $sid}) RETURN s.in_time_order AS ordered"
+    assert graph.read(flag, p=tenant_a.project.id, sid=sid) == [{"ordered": False}]
+    in_order = _create(tenant_a)["id"]
+    for ts in (5.0, 5.0, 6.0):
+        _append(tenant_a, in_order, _event(text=str(ts), timestamp=ts))
+    assert graph.read(flag, p=tenant_a.project.id, sid=in_order) == [{"ordered": True}]
+    recent = _get(tenant_a, in_order, "?num_recent_events=2&after_timestamp=5.5").json()["events"]
+    assert [e["timestamp"] for e in recent] == [6.0]
     # pages follow the same order, through ties
     seen, cursor = [], None
     while True:
