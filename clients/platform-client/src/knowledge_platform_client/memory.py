@@ -88,7 +88,8 @@ class MemoryClient:
         self, messages: Sequence[MemoryMessage | Mapping[str, Any]], scope: Mapping[str, str | None]
     ) -> StoreResult:
         """Store the messages in one request, in order, as the next turns of the scope's conversation.
-        Roles the platform does not keep (its `MEMORY_ROLES`) come back in `skipped`."""
+        A role the platform does not keep (its `MEMORY_ROLES`) raises `BadRequestError` and stores
+        nothing; messages with blank text come back in `skipped`."""
         body = {
             "messages": [
                 (m if isinstance(m, MemoryMessage) else MemoryMessage.model_validate(m)).model_dump(
