@@ -226,29 +226,6 @@ def _state_writes(state: dict[str, Any], delta: dict[str, Any]) -> list[dict[str
     return writes
 
 
-def event_append(
-    *,
-    project_id: str,
-    app_name: str,
-    user_id: str,
-    session_id: str,
-    event: dict[str, Any],
-    expected_revision: int | None = None,
-    expected_last_update_time: float | None = None,
-) -> dict[str, Any]:
-    """Append `event` (ADK's Event as JSON) and apply its state delta, atomically (see events_append)."""
-    written = events_append(
-        project_id=project_id,
-        app_name=app_name,
-        user_id=user_id,
-        session_id=session_id,
-        events=[event],
-        expected_revision=expected_revision,
-        expected_last_update_time=expected_last_update_time,
-    )
-    return {"event": written.pop("events")[0], **written}
-
-
 def events_append(
     *,
     project_id: str,

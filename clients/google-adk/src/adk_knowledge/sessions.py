@@ -134,6 +134,8 @@ class PlatformSessionService(_Connected, BaseSessionService):
             return []
         marker = session._storage_update_marker
         try:
+            # a session read here carries its revision; one built by hand only its time (then an
+            # append is stale when the stored session was updated later, as ADK's marker-less check)
             written = await self.sessions.append_many(
                 session.app_name,
                 session.user_id,
@@ -158,27 +160,4 @@ class PlatformSessionService(_Connected, BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
-        self._apply_temp_state(session, event)
-        event = self._trim_temp_delta_state(event)
-        marker = session._storage_update_marker
-        try:
-            # a session read here carries its revision; one built by hand only its time (then an
-            # append is stale when the stored session was updated later, as ADK's marker-less check)
-            written = await self.sessions.append(
-                session.app_name,
-                session.user_id,
-                session.id,
-                event_json(event),
-                expected_revision=int(marker) if marker is not None else None,
-                expected_last_update_time=session.last_update_time if marker is None else None,
-            )
-        except ConflictError as exc:
-            raise StaleSessionError(
-                "The session was modified in storage since it was loaded; reload it and retry."
-            ) from exc
-        except NotFoundError as exc:
-            raise SessionNotFoundError(f"Session {session.id} not found.") from exc
-        self._commit_event_to_session(session, event)
-        session.last_update_time = written.last_update_time
-        session._storage_update_marker = str(written.revision)
-        return event
+        return (await self.append_events(session, [event]))[0]

@@ -142,13 +142,8 @@ class SessionsClient:
         """Append one event. With `expected_revision` (the revision the session was read at), a session
         changed since raises `ConflictError` and nothing is written; with `expected_last_update_time`,
         a session updated later than that time does."""
-        body: dict[str, Any] = {"event": event}
-        if expected_revision is not None:
-            body["expected_revision"] = expected_revision
-        if expected_last_update_time is not None:
-            body["expected_last_update_time"] = expected_last_update_time
-        data = await self.client.request(
-            "POST", self._session(app_name, user_id, session_id, "events"), json=body
+        data = await self._post_events(
+            app_name, user_id, session_id, {"event": event}, expected_revision, expected_last_update_time
         )
         return AppendResult.model_validate(data)
 
@@ -164,15 +159,32 @@ class SessionsClient:
     ) -> AppendManyResult:
         """Append a burst of events in order, in one request and one transaction: all of them or none
         (a stale revision raises `ConflictError`). At most 1,000 per call."""
-        body: dict[str, Any] = {"events": list(events)}
+        data = await self._post_events(
+            app_name,
+            user_id,
+            session_id,
+            {"events": list(events)},
+            expected_revision,
+            expected_last_update_time,
+        )
+        return AppendManyResult.model_validate(data)
+
+    async def _post_events(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        body: dict[str, Any],
+        expected_revision: int | None,
+        expected_last_update_time: float | None,
+    ) -> Any:
         if expected_revision is not None:
             body["expected_revision"] = expected_revision
         if expected_last_update_time is not None:
             body["expected_last_update_time"] = expected_last_update_time
-        data = await self.client.request(
+        return await self.client.request(
             "POST", self._session(app_name, user_id, session_id, "events"), json=body
         )
-        return AppendManyResult.model_validate(data)
 
     async def user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         data = await self.client.request("GET", self._user(app_name, user_id, "state"))
