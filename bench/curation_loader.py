@@ -31,7 +31,8 @@ WITH c, conv
 UNWIND range(0, size(conv.rows) - 1) AS i
 WITH c, conv, i, conv.rows[i] AS row
 CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row.role,
-                  timestamp: row.timestamp, application_id: $application_id, user_id: conv.user_id,
+                  search_text: row.search_text, timestamp: row.timestamp,
+                  application_id: $application_id, user_id: conv.user_id,
                   thread_id: conv.thread_id, scope_tokens: conv.tokens, conversation_id: c.id,
                   seq: i + 1, token_count: 12, processed: true, accessibility: 'shared'})
 SET m.embedding = row.embedding
@@ -74,7 +75,12 @@ class _Loader:
 
     def add(self, user_id: str, thread_id: str, rows: list[dict[str, Any]]) -> None:
         from memory.scope import Scope, conversation_key, node_tokens
+        from memory.text import search_text
 
+        for row in rows:  # the indexed form the memory app writes (memory.text)
+            row["search_text"] = search_text(
+                text=row["text"], role=row["role"], author_name=None, timestamp=row["timestamp"]
+            )
         scope = Scope(application_id=self.application_id, user_id=user_id, thread_id=thread_id)
         self.batch.append(
             {

@@ -4,8 +4,9 @@ A vector search always has a nearest neighbour, so without a floor a question ab
 still returns the top k. The floor is a score below which a memory is not returned, on the scale the
 API returns (Neo4j's cosine score, (1 + cosine) / 2, between 0 and 1). It is
 chosen on locomo-dev (the five development conversations of LoCoMo; the other five are held out):
-every turn is a memory of its conversation's user, embedded by the platform's local embedder (the
-same model and normalisation the server uses, so cosines are the server's), and each question of
+every turn is a memory of its conversation's user, embedded by the platform's local embedder from the
+line the server embeds (memory.text: speaker, day, text; the same model and normalisation, so cosines
+are the server's), and each question of
 categories 1-4 searches its conversation's memories.
 
 For each candidate floor the run reports:
@@ -40,17 +41,22 @@ def _embed(texts: list[str]) -> np.ndarray:
 
 
 def _conversations() -> list[dict[str, Any]]:
+    """Each locomo-dev conversation's turns as the server embeds them (memory.text.line: speaker,
+    the session's day, the text, as bench/locomo.py stores them), with their ids, and its questions."""
+    from bench.locomo import _turn_text, conversations
+    from memory.text import line
+
     out = []
-    for item in json.loads((DATA / "locomo-dev" / "locomo-dev.json").read_text()):
-        conv = item["conversation"]
+    for conv in conversations():
         turns = [
-            t
-            for key, value in conv.items()
-            if key.startswith("session_") and isinstance(value, list)
-            for t in value
+            {
+                "dia_id": t["dia_id"],
+                "line": line(text=_turn_text(t), role="", author_name=t["speaker"], timestamp=stamp),
+            }
+            for _key, stamp, session in conv["sessions"]
+            for t in session
         ]
-        questions = [q for q in item["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
-        out.append({"turns": turns, "questions": questions})
+        out.append({"turns": turns, "questions": conv["questions"]})
     return out
 
 
@@ -63,7 +69,7 @@ def _measure() -> dict[str, Any]:
     asked = asked_off = 0
     for conv in _conversations():
         ids = [t["dia_id"] for t in conv["turns"]]
-        memory = _embed([t["text"] for t in conv["turns"]])
+        memory = _embed([t["line"] for t in conv["turns"]])
         questions = _embed([q["question"] for q in conv["questions"]])
         for question, vector in zip(conv["questions"], questions, strict=True):
             scores = (1 + memory @ vector) / 2  # Neo4j's vector.similarity.cosine

@@ -394,6 +394,12 @@ MEMORY_ROLES = env.list("MEMORY_ROLES", default=["user", "assistant", "system", 
 # word). Hybrid floors each side before fusing. A request's min_score overrides the mode's floor.
 MEMORY_MIN_SCORE_VECTOR = env.float("MEMORY_MIN_SCORE_VECTOR", default=0.65)
 MEMORY_MIN_SCORE_FULLTEXT = env.float("MEMORY_MIN_SCORE_FULLTEXT", default=0.0)
+# Ranking of memory search (docs/decisions.md, "Memory: speaker and date in what is searched"): hybrid's
+# weight of the vector side (the fulltext side weighs 1 - this; both min-max scaled), and the share of a
+# message's fulltext score that the next message of its conversation also gets (a reply is found by the
+# words of what it answers; 0: none). Both chosen on locomo-dev by bench/locomo.py.
+MEMORY_HYBRID_ALPHA = env.float("MEMORY_HYBRID_ALPHA", default=0.6)
+MEMORY_CONTEXT_WEIGHT = env.float("MEMORY_CONTEXT_WEIGHT", default=0.5)
 MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413
 MEMORY_MAX_MESSAGE_CHARS = env.int("MEMORY_MAX_MESSAGE_CHARS", default=32_000)  # longer text: 413
 # Conversation-aware search (POST /search with `conversation`): how many of each source are fused, and

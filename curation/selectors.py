@@ -13,6 +13,7 @@ from core import graph
 from core.errors import InvalidInput, NotFound
 from curation import cypher
 from curation.models import ErasureRequest
+from memory import text as message_text
 from memory.retention import conversation_privacy_get as memory_conversation_privacy
 from memory.scope import Scope, lucene_filter
 from memory.services import TIMESTAMP_FORMAT
@@ -140,14 +141,17 @@ def _search_ids(kind: Kind, project_id: str | None, q: str, limit: int) -> list[
     """Node ids matching `q` through the kind's fulltext index (None: the kind searches by prefix)."""
     if kind.fulltext is None:
         return None
-    terms = [lucene.escape(t) for t in lucene.query_terms(q, max_terms=32)]
+    memory_index = kind.fulltext == "memory_fulltext"
+    # messages are indexed by their words (memory.text): the query is split by the same tokenizer
+    asked = " ".join(message_text.words(q)) if memory_index else q
+    terms = [lucene.escape(t) for t in lucene.query_terms(asked, max_terms=32)]
     if not terms:
         return []
-    field_name = "name" if kind.label == "Entity" else "text"
+    field_name = "name" if kind.label == "Entity" else "search_text" if memory_index else "text"
     expression = f"{field_name}:(" + " OR ".join(terms) + ")"
     if kind.label == "Entity":
         expression = "(" + expression + " OR description:(" + " OR ".join(terms) + "))"
-    if kind.fulltext == "memory_fulltext" and project_id:
+    if memory_index and project_id:
         expression += " AND " + lucene_filter(project_id, Scope())
     via = kind.search_via
     rows = graph.read(

@@ -168,7 +168,11 @@ def _anonymise_rows(project_id: str, rows: list[MessageText], known: Iterable[st
         result = anonymise(row.text, known_names=names, phone_region=settings.PII_PHONE_REGION)
         counts.update(result.counts)
         author = PLACEHOLDERS["person"] if row.author_name else None
-        rewrites.append(MessageRewrite(id=row.id, text=result.text, author_name=author))
+        rewrites.append(
+            MessageRewrite(
+                id=row.id, text=result.text, author_name=author, role=row.role, timestamp=row.timestamp
+            )
+        )
     counts += memory_retention.messages_anonymised_write(project_id=project_id, rewrites=rewrites)
     return counts
 

@@ -19,6 +19,7 @@ from core.embeddings import embed_soon, get_embedder
 from core.errors import DependencyUnavailable, InvalidInput, PayloadTooLarge
 from core.llm.client import chat, llm_configured
 from knowledge.selectors import documents_brief
+from memory import text as message_text
 from memory.conversation_search import conversation_sources, recent_items
 from memory.conversations import conversation_with_recent
 from memory.dto import MessageInput
@@ -247,18 +248,18 @@ class _Question:
         self.message_id: str = plan.rows[0]["id"]
 
     @classmethod
-    def write(cls, project_id: str, scope: Scope, text: str, vector: Future[list[float]]) -> _Question:
+    def write(cls, project_id: str, scope: Scope, text: str) -> _Question:
         message = MessageInput("user", text)
         plan = memories_store_plan(
             project_id=project_id, scope=scope, messages=[message], queue=False, embed=False
         )
-        return cls(plan, _writer.submit(cls._embedded_write, plan, text, vector))
+        return cls(plan, _writer.submit(cls._embedded_write, plan))
 
     @staticmethod
-    def _embedded_write(plan: StorePlan, text: str, vector: Future[list[float]]) -> dict[str, Any] | None:
+    def _embedded_write(plan: StorePlan) -> dict[str, Any] | None:
         row = plan.rows[0]
-        # the question's vector, unless the project's redaction changed the text that is stored
-        row["embedding"] = vector.result() if row["text"] == text else get_embedder().embed_one(row["text"])
+        # a stored message's vector is its line's (speaker, day, text: memory.text), not the query's
+        row["embedding"] = get_embedder().embed_one(message_text.row_line(row))
         return memories_store_write(plan)
 
     def stored(self) -> str | None:
@@ -325,7 +326,8 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
     turn_id = turn.turn_id or str(uuid.uuid4())
     progress = Reporter(project_id=project_id, retrieval_id=turn_id)
     clock = _Clock()
-    # embedded once, while the conversation is read: stored with the question and searched with
+    # the query's embedding, computed while the conversation is read (the stored question is embedded
+    # from its line on the writer thread)
     vector = embed_soon(turn.message) if turn.persist or turn.rag else None
     scope, context = _conversation(project_id, turn)
     clock("read_conversation")
@@ -333,7 +335,7 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
     question: _Question | None = None
     try:
         if vector is not None and turn.persist:
-            question = _Question.write(project_id, scope, turn.message, vector)
+            question = _Question.write(project_id, scope, turn.message)
             message_id = question.message_id
         clock("store_message")
         references = _retrieved(project_id, turn, context, vector, progress)

@@ -27,6 +27,11 @@ LEVEL_FULLTEXT_INDEX = "memory_level_fulltext"
 # finds "Straße") and accents folded ("cafe" finds "café"); stored text and queries are NFC already.
 FULLTEXT_ANALYZER = "standard-folding"
 _FULLTEXT_OPTIONS = f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}'}}}}"
+# each memory fulltext index's properties (an index on others is rebuilt: memory.indexes)
+FULLTEXT_PROPERTIES = {
+    FULLTEXT_INDEX: ("search_text", "scope_tokens"),
+    LEVEL_FULLTEXT_INDEX: ("text", "scope_tokens"),
+}
 LABELS = {"summary": "ConversationSummary", "fact": "Fact", "preference": "Preference"}
 
 
@@ -74,16 +79,29 @@ def index_statements(*, hnsw_options: bool = True, filters: bool = False) -> lis
         vector = "CYPHER 25 " + vector + f"WITH [{', '.join(f'm.{p}' for p in VECTOR_INDEX_FILTERS)}] "
     return [
         vector + f"OPTIONS {{indexConfig: {{{config}}}}}",
-        f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (m:Memory) ON EACH [m.text, m.scope_tokens] "
+        f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (m:Memory) "
+        f"ON EACH [{', '.join('m.' + p for p in FULLTEXT_PROPERTIES[FULLTEXT_INDEX])}] " + _FULLTEXT_OPTIONS,
+        f"CREATE FULLTEXT INDEX {LEVEL_FULLTEXT_INDEX} IF NOT EXISTS FOR (n:ConversationSummary|Fact|Preference) "
+        f"ON EACH [{', '.join('n.' + p for p in FULLTEXT_PROPERTIES[LEVEL_FULLTEXT_INDEX])}] "
         + _FULLTEXT_OPTIONS,
-        f"CREATE FULLTEXT INDEX {LEVEL_FULLTEXT_INDEX} IF NOT EXISTS "
-        "FOR (n:ConversationSummary|Fact|Preference) ON EACH [n.text, n.scope_tokens] " + _FULLTEXT_OPTIONS,
         *(
             f"CREATE INDEX memory_{key} IF NOT EXISTS FOR (m:Memory) ON (m.{key})"
             for key in ("user_id", "thread_id", "agent_id", "application_id")
         ),
     ]
 
+
+# messages stored before they had an indexed form (memory.indexes._backfill_search_text)
+SEARCH_TEXT_MISSING = """
+MATCH (m:Memory) WHERE m.search_text IS NULL AND m.text IS NOT NULL
+RETURN m.id AS id, m {.text, .role, .author_name, .timestamp} AS message
+LIMIT $limit
+"""
+SEARCH_TEXT_SET = """
+UNWIND $rows AS row
+MATCH (m:Memory {id: row.id})
+SET m.search_text = row.search_text
+"""
 
 VECTOR_INDEX_CONFIG = """
 SHOW VECTOR INDEXES YIELD name, options WHERE name = $name
@@ -109,7 +127,7 @@ UNWIND range(0, size($rows) - 1) AS i
 WITH c, base, previous, i, $rows[i] AS row
 CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row.role,
                   timestamp: row.timestamp, message_id: row.message_id, author_name: row.author_name,
-                  application_id: $application_id, agent_id: $agent_id, user_id: $user_id,
+                  search_text: row.search_text, application_id: $application_id, agent_id: $agent_id, user_id: $user_id,
                   thread_id: $thread_id, scope_tokens: $scope_tokens, conversation_id: c.id,
                   seq: base + i + 1, token_count: row.token_count, processed: false,
                   accessibility: c.accessibility, status: row.status})
@@ -166,7 +184,7 @@ STORE_STATEMENTS = {
 EMBEDDING_PENDING = """
 UNWIND $ids AS wanted
 MATCH (m:Memory {id: wanted}) WHERE m.project_id = $project_id AND m.embedding IS NULL
-RETURN m.id AS id, m.text AS text
+RETURN m.id AS id, m.text AS text, m.role AS role, m.author_name AS author_name, m.timestamp AS timestamp
 """
 EMBEDDING_SET = """
 UNWIND $rows AS row
@@ -228,6 +246,20 @@ WHERE m.project_id = $project_id AND {scope} {extra}
 RETURN m.id AS id, score
 ORDER BY score DESC, id
 LIMIT $limit
+"""
+
+# messages by their indexed words (memory.text), each with the next message of its conversation that
+# the scope sees: it gets MEMORY_CONTEXT_WEIGHT of the hit's score (selectors.MessageSearch)
+MESSAGE_FULLTEXT = """
+CALL db.index.fulltext.queryNodes($index, $lucene, {{limit: $fetch}}) YIELD node AS m, score
+WITH m, score
+WHERE m.project_id = $project_id AND {scope}
+WITH m, score
+ORDER BY score DESC, m.id
+LIMIT $limit
+OPTIONAL MATCH (m)-[:NEXT]->(n:Memory)
+WHERE n.project_id = $project_id AND {next_scope}
+RETURN m.id AS id, score, n.id AS next_id
 """
 
 RECENT = """
@@ -671,7 +703,8 @@ MESSAGES_BEFORE_PLAIN_PAGE = """
 MATCH (m:Memory {project_id: $project_id})
 WHERE m.timestamp < $cutoff AND m.anonymized IS NULL
   AND (m.timestamp > $after_ts OR (m.timestamp = $after_ts AND m.id > $after_id))
-RETURN m.id AS id, m.text AS text, m.author_name AS author_name, m.conversation_id AS conversation_id,
+RETURN m.id AS id, m.text AS text, m.role AS role, m.author_name AS author_name,
+       m.conversation_id AS conversation_id,
        m.timestamp AS timestamp
 ORDER BY m.timestamp, m.id
 LIMIT $batch
@@ -741,6 +774,7 @@ UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
 WHERE m.project_id = $project_id
 SET m.text = row.text, m.author_name = row.author_name, m.embedding = row.embedding,
+    m.search_text = row.search_text,
     m.anonymized = true, m.anonymized_at = $now, m.processed = true
 WITH m
 OPTIONAL MATCH (m)-[r:MENTIONS]->()
@@ -755,7 +789,8 @@ RETURN count(DISTINCT m) AS anonymised
 CONVERSATION_PLAIN_MESSAGES = """
 MATCH (m:Memory {conversation_id: $conversation_id})
 WHERE m.project_id = $project_id AND m.anonymized IS NULL
-RETURN m.id AS id, m.text AS text, m.author_name AS author_name, m.conversation_id AS conversation_id,
+RETURN m.id AS id, m.text AS text, m.role AS role, m.author_name AS author_name,
+       m.conversation_id AS conversation_id,
        m.timestamp AS timestamp
 ORDER BY m.seq
 LIMIT $batch

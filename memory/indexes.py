@@ -16,6 +16,7 @@ from typing import Any
 from core import graph
 from core.errors import PlatformError
 from memory import cypher
+from memory import text as message_text
 
 MIN_VECTOR_VERSION = (5, 11)
 logger = logging.getLogger("memory.indexes")
@@ -67,12 +68,13 @@ def ensure_memory_indexes(*, overwrite: bool = False) -> list[str]:
             for name in (cypher.VECTOR_INDEX, cypher.FULLTEXT_INDEX, cypher.LEVEL_FULLTEXT_INDEX):
                 graph.write(f"DROP INDEX {name} IF EXISTS")
         else:
-            _drop_fulltext_of_another_analyzer()
+            _drop_fulltext_of_another_definition()
             if filters:
                 _drop_unfiltered_vector_index()
         for statement in statements:
             graph.write(statement)
         graph.write("CALL db.awaitIndexes(300)")
+        _backfill_search_text()
         _report_config_drift(hnsw_options)
         _filtered = filters
         _ready = True
@@ -85,23 +87,42 @@ def filtered_vector_index() -> bool:
     return _filtered
 
 
-def _drop_fulltext_of_another_analyzer() -> None:
+def _drop_fulltext_of_another_definition() -> None:
     """A memory fulltext index built with another analyzer than cypher.FULLTEXT_ANALYZER (before text
-    was case- and accent-folded) is dropped here and built again by the caller."""
+    was case- and accent-folded) or on other properties (the message index before it indexed
+    `search_text`, memory.text) is dropped here and built again by the caller."""
     rows = graph.read(
-        "SHOW FULLTEXT INDEXES YIELD name, options WHERE name IN $names "
-        "RETURN name, options.indexConfig['fulltext.analyzer'] AS analyzer",
-        names=[cypher.FULLTEXT_INDEX, cypher.LEVEL_FULLTEXT_INDEX],
+        "SHOW FULLTEXT INDEXES YIELD name, properties, options WHERE name IN $names "
+        "RETURN name, properties, options.indexConfig['fulltext.analyzer'] AS analyzer",
+        names=list(cypher.FULLTEXT_PROPERTIES),
     )
     for row in rows:
-        if row["analyzer"] != cypher.FULLTEXT_ANALYZER:
+        wanted = list(cypher.FULLTEXT_PROPERTIES[row["name"]])
+        if row["analyzer"] != cypher.FULLTEXT_ANALYZER or list(row["properties"]) != wanted:
             logger.warning(
-                "the memory fulltext index %s is rebuilt with the %s analyzer (it had %s)",
+                "the memory fulltext index %s is rebuilt with the %s analyzer on %s (it had %s on %s)",
                 row["name"],
                 cypher.FULLTEXT_ANALYZER,
+                ", ".join(wanted),
                 row["analyzer"],
+                ", ".join(row["properties"]),
             )
             graph.write(f"DROP INDEX {row['name']} IF EXISTS")
+
+
+def _backfill_search_text(batch: int = 5000) -> int:
+    """Messages stored before messages had an indexed form (`search_text`, memory.text) get it, in
+    batches; returns how many. Their embeddings stay those of their text."""
+    done = 0
+    while rows := graph.read(cypher.SEARCH_TEXT_MISSING, limit=batch):
+        graph.write(
+            cypher.SEARCH_TEXT_SET,
+            rows=[{"id": r["id"], "search_text": message_text.search_text(**r["message"])} for r in rows],
+        )
+        done += len(rows)
+    if done:
+        logger.warning("the indexed form (search_text) of %d stored messages was written", done)
+    return done
 
 
 def _drop_unfiltered_vector_index() -> None:

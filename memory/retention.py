@@ -14,6 +14,7 @@ from django.conf import settings
 from core import graph
 from core.embeddings import get_embedder
 from memory import cypher
+from memory import text as message_text
 from memory.services import now_iso
 
 
@@ -26,6 +27,7 @@ class MessageText:
     author_name: str | None
     conversation_id: str
     timestamp: str
+    role: str = ""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class MessageRewrite:
     id: str
     text: str
     author_name: str | None
+    role: str = ""
+    timestamp: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ def _messages(rows: list[dict[str, Any]]) -> list[MessageText]:
             author_name=r["author_name"],
             conversation_id=r["conversation_id"],
             timestamp=r["timestamp"],
+            role=r.get("role") or "",
         )
         for r in rows
     ]
@@ -147,15 +152,25 @@ def messages_anonymised_write(*, project_id: str, rewrites: list[MessageRewrite]
     facts, preferences, covering summaries and entity mentions drawn from the original go first."""
     if not rewrites:
         return Counter()
-    vectors = get_embedder().embed([r.text for r in rewrites])
+    lines: list[dict[str, Any]] = [
+        {"text": r.text, "role": r.role, "author_name": r.author_name, "timestamp": r.timestamp}
+        for r in rewrites
+    ]
+    vectors = get_embedder().embed([message_text.row_line(line) for line in lines])
     counts = _purge_derived(project_id, [r.id for r in rewrites])
     graph.write(
         cypher.MESSAGES_ANONYMISED_WRITE,
         project_id=project_id,
         now=now_iso(),
         rows=[
-            {"id": r.id, "text": r.text, "author_name": r.author_name, "embedding": vector}
-            for r, vector in zip(rewrites, vectors, strict=True)
+            {
+                "id": r.id,
+                "text": r.text,
+                "author_name": r.author_name,
+                "embedding": vector,
+                "search_text": message_text.search_text(**line),
+            }
+            for r, line, vector in zip(rewrites, lines, vectors, strict=True)
         ],
     )
     counts["messages"] += len(rewrites)

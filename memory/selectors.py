@@ -24,10 +24,11 @@ from core import graph
 from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from memory import cypher
+from memory import text as message_text
 from memory.dto import MemoryItem, MemorySearchResult
 from memory.indexes import ensure_memory_indexes, filtered_vector_index
 from memory.scope import SCOPE_KEYS, Scope, lucene_filter
-from retrieval import lucene, search_core
+from retrieval import fusion, lucene, search_core
 from retrieval.dto import Candidate
 
 Hits = list[Candidate]
@@ -140,16 +141,43 @@ class MessageSearch:
                 return exact()
             fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, fetch * 4)
 
-    def fulltext_memories(self, limit: int) -> Hits:
-        return self._fulltext(cypher.FULLTEXT_INDEX, self.scope, "", limit)
+    def fulltext_memories(self, limit: int, *, context: bool = False) -> Hits:
+        """The scope's messages by their indexed words (memory.text: speaker, day and text, the
+        query split by the same tokenizer), above the fulltext floor. With `context` (hybrid's ranking)
+        each hit's next message also gets MEMORY_CONTEXT_WEIGHT of its score: a reply is found by the
+        words of what it answers. Without it only messages holding a query word are returned."""
+        terms = lucene.query_terms(
+            " ".join(message_text.words(self.query)), max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS
+        )
+        if not terms:
+            return []
+        where = self.scope.visible_where("m")
+        rows = self._timed(
+            "fulltext",
+            cypher.MESSAGE_FULLTEXT.format(scope=where, next_scope=self.scope.visible_where("n")),
+            index=cypher.FULLTEXT_INDEX,
+            lucene=self._lucene(terms, self.scope, field="search_text"),
+            fetch=limit * 2,
+            limit=limit,
+            **self.scope.params(),
+        )
+        scores: dict[str, float] = {}
+        weight = settings.MEMORY_CONTEXT_WEIGHT if context else 0.0
+        for row in rows:
+            scores[row["id"]] = scores.get(row["id"], 0.0) + row["score"]
+            if row["next_id"] is not None and weight > 0:
+                scores[row["next_id"]] = scores.get(row["next_id"], 0.0) + weight * row["score"]
+        return _floored(fusion.ordered(scores)[:limit], self.text_floor)
+
+    def _lucene(self, terms: list[str], scope: Scope, *, field: str = "text") -> str:
+        query = lucene.chunk_query(terms, project_id=None, field=field)
+        return f"{query} AND {lucene_filter(self.project_id, scope)}"
 
     def _fulltext(self, index: str, scope: Scope, extra: str, limit: int, **params: Any) -> Hits:
         terms = lucene.query_terms(self.query, max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS)
         if not terms:
             return []
-        expression = (
-            f"{lucene.chunk_query(terms, project_id=None)} AND {lucene_filter(self.project_id, scope)}"
-        )
+        expression = self._lucene(terms, scope)
         query = cypher.FULLTEXT.format(scope=scope.visible_where("m"), extra=extra)
         # the scope is inside the Lucene query, so the first hits are the scope's: no over-fetch
         rows = self._timed(
@@ -183,9 +211,9 @@ class MessageSearch:
             return self.recent_memories(limit)
         depth = max(limit, settings.MEMORY_HYBRID_CANDIDATES)
         # the fulltext query runs while the query is embedded and the vectors are scanned
-        text_future = _pool.submit(self.fulltext_memories, depth)
+        text_future = _pool.submit(self.fulltext_memories, depth, context=True)
         vector_hits = self.vector_memories(depth)
-        return search_core.fuse(vector_hits, text_future.result())[:limit]
+        return fused(vector_hits, text_future.result())[:limit]
 
     # --- summaries, facts, preferences ---
 
@@ -225,7 +253,14 @@ class MessageSearch:
             return vector_hits
         if mode == "fulltext":
             return text_hits[:limit]
-        return search_core.fuse(vector_hits, text_hits)[:limit]
+        return fused(vector_hits, text_hits)[:limit]
+
+
+def fused(by_vector: Hits, by_text: Hits) -> Hits:
+    """Hybrid memory search's fusion: each side min-max scaled, the vector side weighing
+    MEMORY_HYBRID_ALPHA and the fulltext side the rest (chosen on locomo-dev by bench/locomo.py)."""
+    alpha = settings.MEMORY_HYBRID_ALPHA
+    return fusion.linear([by_vector, by_text], weights=[alpha, 1 - alpha], normalise="minmax")
 
 
 def _hits(rows: list[dict[str, Any]]) -> Hits:

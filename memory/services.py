@@ -36,6 +36,7 @@ from core.text.pii import anonymise
 from knowledge.pipeline.chunking import count_tokens
 from knowledge.selectors import entities_named, references_resolve
 from memory import cypher, extraction
+from memory import text as message_text
 from memory.dto import ForgetResult, MessageInput, StoreResult
 from memory.indexes import ensure_memory_indexes
 from memory.models import MemoryErasure
@@ -263,8 +264,6 @@ def memories_store_plan(
         broker_ensure()  # the processing job is queued after the write
     if project.redact_pii_at_ingest:
         keep = _redacted(keep, supplied)
-    if embed and not (embed_later and queues and not supplied):
-        _embed_missing(keep, supplied)
     rows = [
         {
             "id": str(uuid.uuid4()),
@@ -273,6 +272,9 @@ def memories_store_plan(
             "timestamp": timestamps[p],
             "message_id": m.message_id,
             "author_name": m.author_name,
+            "search_text": message_text.search_text(
+                text=m.text, role=m.role, author_name=m.author_name, timestamp=timestamps[p]
+            ),
             "token_count": count_tokens(m.text),
             "embedding": supplied.get(p),
             "refs": references[p][0],
@@ -280,6 +282,8 @@ def memories_store_plan(
         }
         for p, m in keep
     ]
+    if embed and not (embed_later and queues and not supplied):
+        _embed_missing(rows)
     return StorePlan(
         project_id=project_id,
         scope=scope,
@@ -360,12 +364,14 @@ def _kept(messages: list[MessageInput]) -> tuple[list[tuple[int, MessageInput]],
     return keep, skipped
 
 
-def _embed_missing(keep: list[tuple[int, MessageInput]], supplied: dict[int, list[float]]) -> None:
-    """Embed the kept messages that came without an embedding, into `supplied`."""
-    missing = [(p, m.text) for p, m in keep if p not in supplied]
+def _embed_missing(rows: list[dict[str, Any]]) -> None:
+    """Embed the lines (memory.text.line: speaker, day, text) of the rows that came without an
+    embedding."""
+    missing = [row for row in rows if row["embedding"] is None]
     if missing:
-        vectors = get_embedder().embed([text for _p, text in missing])
-        supplied.update({p: v for (p, _t), v in zip(missing, vectors, strict=True)})
+        vectors = get_embedder().embed([message_text.row_line(row) for row in missing])
+        for row, vector in zip(missing, vectors, strict=True):
+            row["embedding"] = vector
 
 
 def _references(
@@ -648,7 +654,7 @@ def memories_embed_pending(*, project_id: str, memory_ids: list[str]) -> int:
     rows = graph.read(cypher.EMBEDDING_PENDING, project_id=project_id, ids=memory_ids)
     if not rows:
         return 0
-    vectors = get_embedder().embed([r["text"] for r in rows])
+    vectors = get_embedder().embed([message_text.row_line(r) for r in rows])
     written = graph.write(
         cypher.EMBEDDING_SET,
         project_id=project_id,

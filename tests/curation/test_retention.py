@@ -16,6 +16,7 @@ from curation import services
 from curation.models import AuditEntry, PolicyRun, RetentionPolicy
 from memory import services as memory_services
 from memory.tasks import memory_process
+from memory.text import row_line, search_text
 from tests.conftest import make_tenant
 from tests.curation.helpers import carriers, privacy, snapshot
 from tests.memory.helpers import assistant, count, msearch, store, user
@@ -132,8 +133,16 @@ def test_preview_counts_and_writes_nothing_then_anonymise_purges_every_copy() ->
     }
     first = original[0]["id"]
     assert after[first] != original[0]["e"]
-    expected = get_embedder().embed_one("My name is [PERSON] and my mail is [EMAIL].")
+    # embedded from its line (memory.text: speaker, day, text), and indexed by its new words only
+    (message,) = graph.read(
+        "MATCH (m:Memory {id: $id}) RETURN m {.text, .role, .author_name, .timestamp} AS m, m.search_text AS s",
+        id=first,
+    )
+    expected = get_embedder().embed_one(row_line(message["m"]))
     assert after[first] == pytest.approx(expected, abs=1e-5)
+    assert message["s"] == search_text(**message["m"])
+    indexed = graph.read("MATCH (m:Memory {conversation_id: $c}) RETURN m.search_text AS s", c=ids["old"])
+    assert not [r for r in indexed if "souza" in r["s"] or "ana" in r["s"].split()]
     # the summary and the facts held the words: gone; the fresh conversation is untouched
     assert count("ConversationSummary", pid) == 0
     assert not [c for c in carriers(pid, "ana@example.com")]

@@ -8,13 +8,16 @@ import time
 import uuid
 from typing import Any
 
+import numpy as np
 import pytest
 
 from core import graph
+from core.embeddings import get_embedder
 from core.models import Job
 from core.runtime.redis_client import get_redis
 from knowledge.dto import DocumentInput
 from memory.tasks import memory_process
+from memory.text import row_line
 from tests.conftest import Tenant, make_tenant
 from tests.memory.helpers import count, msearch, store, user
 from tests.retrieval.helpers import ingest_now
@@ -124,7 +127,16 @@ def test_one_job_processes_both_messages_and_embeds_the_reply(settings) -> None:
     assert _embedded(body["conversation_id"]) == {question: True, reply: True}
     found = msearch(client, pid, body["answer"], {"user_id": "ana"}, mode="vector", top_k=1).json()
     assert [item["id"] for item in found["items"]] == [reply]
-    assert found["items"][0]["score"] > 0.99  # the embedding of the reply's own text
+    # the embedding of the reply's line: its speaker, day and text (memory.text)
+    stored = graph.read(
+        "MATCH (m:Memory {id: $id}) RETURN m {.text, .role, .author_name, .timestamp} AS m, m.embedding AS v",
+        id=reply,
+    )[0]
+    expected = np.asarray(get_embedder().embed_one(row_line(stored["m"])))
+    assert stored["m"]["role"] == "assistant"
+    assert (
+        float(np.dot(stored["v"], expected) / np.linalg.norm(stored["v"]) / np.linalg.norm(expected)) > 0.999
+    )
     assert Job.objects.get(pk=jobs[0].id).counts["embedded"] == 1
 
 

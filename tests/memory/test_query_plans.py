@@ -60,7 +60,9 @@ def _queries() -> dict[str, str]:
                 found[f"{name}[{label}]"] = value.format(label=label, scope=SCOPE.where("n"), extra="")
         elif "{scope}" in value:
             var = re.search(r"\((\w+):\w+ \{\{project_id", value)
-            found[name] = value.format(scope=SCOPE.where(var.group(1) if var else "m"), extra="")
+            found[name] = value.format(
+                scope=SCOPE.where(var.group(1) if var else "m"), next_scope=SCOPE.where("n"), extra=""
+            )
         else:
             found[name] = value
     return found

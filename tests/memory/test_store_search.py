@@ -356,10 +356,13 @@ def test_vector_search_of_a_large_scope_goes_through_the_index_and_matches_the_e
     assert len({item["id"] for item in body["items"]} & exact) >= 9
 
 
-@pytest.mark.parametrize("fusion_kind", ["linear", "rrf"])
-def test_hybrid_memory_search_fuses_as_the_fusion_setting_says(settings, fusion_kind: str) -> None:  # type: ignore[no-untyped-def]
-    settings.RETRIEVAL_HYBRID_FUSION = fusion_kind
-    tenant = make_tenant(f"mem-fusion-{fusion_kind}")
+@pytest.mark.parametrize("alpha", [0.9, 0.1])
+def test_hybrid_memory_search_fuses_with_the_alpha_setting(settings, alpha: float) -> None:  # type: ignore[no-untyped-def]
+    """Hybrid is the min-max scaled vector and fulltext rankings weighed MEMORY_HYBRID_ALPHA and
+    1 - that (the context share off, so the fulltext side is exactly what fulltext mode returns)."""
+    settings.MEMORY_HYBRID_ALPHA = alpha
+    settings.MEMORY_CONTEXT_WEIGHT = 0.0
+    tenant = make_tenant(f"mem-fusion-{alpha}")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
     texts = [
         "The train to Lyon leaves at nine from platform four.",
@@ -379,15 +382,82 @@ def test_hybrid_memory_search_fuses_as_the_fusion_setting_says(settings, fusion_
         return [Candidate(i["id"], i["score"]) for i in body["items"]]
 
     by_vector, by_text = ranking("vector"), ranking("fulltext")
-    rrf = [c.chunk_id for c in fusion.reciprocal_rank([by_vector, by_text], k=settings.RETRIEVAL_RRF_K)]
-    alpha = settings.RETRIEVAL_HYBRID_ALPHA
-    linear = [
-        c.chunk_id
-        for c in fusion.linear([by_vector, by_text], weights=[alpha, 1 - alpha], normalise="minmax")
-    ]
-    assert rrf != linear  # the two fusions rank these memories differently: the setting is visible
-    hybrid = [c.chunk_id for c in ranking("hybrid")]
-    assert hybrid == (rrf if fusion_kind == "rrf" else linear)
+
+    def fused(weight: float) -> list[str]:
+        ranked = fusion.linear([by_vector, by_text], weights=[weight, 1 - weight], normalise="minmax")
+        return [c.chunk_id for c in ranked]
+
+    other = 0.1 if alpha == 0.9 else 0.9
+    assert fused(alpha) != fused(other)  # the two weights rank these memories differently
+    assert [c.chunk_id for c in ranking("hybrid")] == fused(alpha)
+
+
+def test_a_reply_is_found_by_the_words_of_what_it_answers_in_hybrid_only(settings) -> None:  # type: ignore[no-untyped-def]
+    """MEMORY_CONTEXT_WEIGHT: in hybrid, each fulltext hit's next message gets that share of its
+    score, so an answer that repeats none of the question's words is found; fulltext mode returns only
+    messages holding a query word; another thread's next message is never drawn in."""
+    settings.MEMORY_MIN_SCORE_VECTOR = 0.99  # the vector side finds nothing: only fulltext and context
+    tenant = make_tenant("mem-context")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    stored = store(
+        client,
+        pid,
+        [
+            user("Which bakery sells the sourdough loaves?"),
+            assistant("The one on Rua Augusta, near the arch."),
+        ],
+        user_id="u1",
+        thread_id="t1",
+    ).json()["stored"]
+    store(client, pid, [user("Nothing else was said here.")], user_id="u1", thread_id="t2")
+    question, answer = (s["id"] for s in stored)
+
+    def ids(mode: str) -> list[str]:
+        body = msearch(client, pid, "sourdough bakery", {"user_id": "u1"}, mode=mode, depth="messages")
+        return [i["id"] for i in body.json()["items"]]
+
+    assert ids("fulltext") == [question]
+    assert ids("hybrid") == [question, answer]
+    settings.MEMORY_CONTEXT_WEIGHT = 0.0
+    assert ids("hybrid") == [question]
+
+
+def test_possessives_and_speakers_are_words_of_a_message(settings) -> None:  # type: ignore[no-untyped-def]
+    """One tokenizer for what is indexed and what is asked (memory.text): "McGee" finds "McGee's"
+    (typographic apostrophe too) and "McGee's" finds "McGee"; a message is found by its author's
+    name and its day, which its text does not hold."""
+    tenant = make_tenant("mem-words")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    body = store(
+        client,
+        pid,
+        [
+            {
+                "role": "user",
+                "text": "We ate at McGee’s pub last night.",
+                "author_name": "Jon",
+                "timestamp": "2023-05-08T20:00:00Z",
+            },
+            {
+                "role": "assistant",
+                "text": "Did McGee himself serve you?",
+                "author_name": "Gina",
+                "timestamp": "2023-06-01T09:00:00Z",
+            },
+        ],
+        user_id="u1",
+    ).json()
+    pub, serve = (s["id"] for s in body["stored"])
+
+    def ids(query: str) -> set[str]:
+        found = msearch(client, pid, query, {"user_id": "u1"}, mode="fulltext", depth="messages").json()
+        return {i["id"] for i in found["items"]}
+
+    assert ids("McGee") == {pub, serve}
+    assert ids("McGee's") == {pub, serve}
+    assert ids("Jon") == {pub}
+    assert ids("Gina") == {serve}
+    assert ids("June") == {serve}
 
 
 def test_a_vector_index_without_the_filter_properties_is_rebuilt_with_them(

@@ -1,0 +1,82 @@
+"""The words a message is found by: who said it, when, and what (docs/decisions.md, "Memory: speaker
+and date in what is searched").
+
+A message's stored `text` is what the caller sent. What is embedded and indexed is its **line**,
+`"<speaker> (<day month year>): <text>"`: the speaker is the author's name when given, else the role,
+and the day is the message's time. A question names people ("What did Caroline research?") and times
+("in May 2023"); a turn rarely names its own speaker or date, so a line carries both.
+
+Fulltext has **one tokenizer** for what is indexed and what is asked (`words`): NFC, typographic
+apostrophes made plain, possessive `'s` dropped ("McGee's" → "mcgee"), then the word characters
+between everything else ("well-known" → "well known", "don't" → "don t"). A message's indexed form
+(`Memory.search_text`) is the space-joined words of its line, so Lucene's analyzer (which also folds
+case and accents) sees exactly the tokens a query is split into.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
+_POSSESSIVE = re.compile(r"(?<=\w)'s\b|(?<=s)'(?=\W|$)", re.IGNORECASE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased word tokens of `text`, in order (duplicates kept)."""
+    plain = unicodedata.normalize("NFC", text).translate(_APOSTROPHES)
+    return [w.strip("_") for w in _WORD.findall(_POSSESSIVE.sub("", plain).lower()) if w.strip("_")]
+
+
+def day(timestamp: str | None) -> str:
+    """`2023-05-08T13:56:00.000000Z` → `8 May 2023` (English month names, whatever the locale); ""
+    for a missing or unreadable time."""
+    if not timestamp:
+        return ""
+    try:
+        parsed = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return f"{parsed.day} {_MONTHS[parsed.month - 1]} {parsed.year}"
+
+
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+def line(*, text: str, role: str, author_name: str | None, timestamp: str | None) -> str:
+    """What a message's embedding is computed from: `"<speaker> (<day>): <text>"`."""
+    speaker = (author_name or "").strip() or role
+    when = day(timestamp)
+    return f"{speaker} ({when}): {text}" if when else f"{speaker}: {text}"
+
+
+def search_text(*, text: str, role: str, author_name: str | None, timestamp: str | None) -> str:
+    """A message's indexed form (`Memory.search_text`): the words of its line, space-joined."""
+    return " ".join(words(line(text=text, role=role, author_name=author_name, timestamp=timestamp)))
+
+
+def row_line(row: Mapping[str, Any]) -> str:
+    """`line` of a message's fields (a row with text, role, author_name and timestamp)."""
+    return line(
+        text=row["text"],
+        role=row.get("role") or "",
+        author_name=row.get("author_name"),
+        timestamp=row.get("timestamp"),
+    )
