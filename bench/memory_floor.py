@@ -31,6 +31,11 @@ DATA = Path(__file__).resolve().parent / "data"  # vendored: locomo-dev and hotp
 FLOORS = [round(0.5 + 0.025 * i, 3) for i in range(0, 13)]
 K = 10
 RECALL_TOLERANCE = 0.005
+# the relevance gate (MEMORY_MIN_SCORE_QUERY): the nearest message's score a query needs for vector and
+# hybrid to return anything; the chosen gate is the lowest that answers at most OFF_TOPIC_TARGET of
+# off-topic questions (issue 34: unrelated-query false positives <= 5 %)
+GATES = [round(0.6 + 0.01 * i, 2) for i in range(0, 21)]
+OFF_TOPIC_TARGET = 0.05
 
 
 def _embed(texts: list[str]) -> np.ndarray:
@@ -67,12 +72,15 @@ def _measure() -> dict[str, Any]:
     empty_on = {f: 0 for f in FLOORS}
     empty_off = {f: 0 for f in FLOORS}
     asked = asked_off = 0
+    best_on: list[float] = []
+    best_off_all: list[float] = []
     for conv in _conversations():
         ids = [t["dia_id"] for t in conv["turns"]]
         memory = _embed([t["line"] for t in conv["turns"]])
         questions = _embed([q["question"] for q in conv["questions"]])
         for question, vector in zip(conv["questions"], questions, strict=True):
             scores = (1 + memory @ vector) / 2  # Neo4j's vector.similarity.cosine
+            best_on.append(float(scores.max()))
             top = np.argsort(-scores)[:K]
             evidence = set(question["evidence"])
             for floor in FLOORS:
@@ -82,6 +90,7 @@ def _measure() -> dict[str, Any]:
                 empty_on[floor] += not kept
             asked += 1
         best_off = ((1 + memory @ off_vectors.T) / 2).max(axis=0)
+        best_off_all += best_off.tolist()
         for floor in FLOORS:
             empty_off[floor] += int((best_off < floor).sum())
         asked_off += len(off_topic)
@@ -98,7 +107,24 @@ def _measure() -> dict[str, Any]:
     chosen = max(
         (r for r in table if baseline - r["recall_at_10"] <= RECALL_TOLERANCE), key=lambda r: r["floor"]
     )
-    return {"table": table, "chosen": chosen, "questions": asked, "off_topic_questions": asked_off}
+    on, off = np.asarray(best_on), np.asarray(best_off_all)
+    gates = [
+        {
+            "gate": g,
+            "off_topic_answered": round(float((off >= g).mean()), 4),
+            "on_topic_empty": round(float((on < g).mean()), 4),
+        }
+        for g in GATES
+    ]
+    gate = min((r for r in gates if r["off_topic_answered"] <= OFF_TOPIC_TARGET), key=lambda r: r["gate"])
+    return {
+        "table": table,
+        "chosen": chosen,
+        "gates": gates,
+        "chosen_gate": gate,
+        "questions": asked,
+        "off_topic_questions": asked_off,
+    }
 
 
 def run() -> dict[str, Any]:
@@ -113,6 +139,7 @@ def run() -> dict[str, Any]:
 
     figures = _measure()
     figures["configured_floor"] = settings.MEMORY_MIN_SCORE_VECTOR
+    figures["configured_gate"] = settings.MEMORY_MIN_SCORE_QUERY
     figures["embedder"] = f"{settings.EMBEDDINGS_PROVIDER}:{settings.EMBEDDINGS_MODEL}"
     figures["wall_s"] = round(time.perf_counter() - started, 1)
     figures["notes"] = (
@@ -123,11 +150,30 @@ def run() -> dict[str, Any]:
     return {"rows": _rows(figures), "figures": figures}
 
 
+def _gate_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
+    gate = next(r for r in f["gates"] if r["gate"] == f["configured_gate"])
+    lowest = f["chosen_gate"]["gate"]
+    label = f"gate {f['configured_gate']} (MEMORY_MIN_SCORE_QUERY; lowest meeting the target: {lowest})"
+    return [
+        row(
+            f"memory vector/hybrid search, {label}: off-topic questions answered",
+            round(100 * gate["off_topic_answered"], 1),
+            "%",
+            target=("<=", 100 * OFF_TOPIC_TARGET),
+        ),
+        row(
+            f"memory vector/hybrid search, {label}: on-topic questions answered with nothing",
+            round(100 * gate["on_topic_empty"], 1),
+            "%",
+        ),
+    ]
+
+
 def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
     none = f["table"][0]
     configured = next(r for r in f["table"] if r["floor"] == f["configured_floor"])
     label = f"floor {f['configured_floor']} (MEMORY_MIN_SCORE_VECTOR)"
-    return [
+    return _gate_rows(f) + [
         row(
             f"memory vector search, {label}: evidence recall@10, locomo-dev",
             configured["recall_at_10"],

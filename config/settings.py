@@ -392,13 +392,17 @@ MEMORY_ROLES = env.list("MEMORY_ROLES", default=["user", "assistant", "system", 
 # ((1 + cosine) / 2, the score returned) is not returned (calibrated for the default local embedder by
 # bench/memory_floor.py on locomo-dev); a fulltext hit below this Lucene score is not (0: any matching
 # word). Hybrid floors each side before fusing. A request's min_score overrides the mode's floor.
-MEMORY_MIN_SCORE_VECTOR = env.float("MEMORY_MIN_SCORE_VECTOR", default=0.65)
+MEMORY_MIN_SCORE_VECTOR = env.float("MEMORY_MIN_SCORE_VECTOR", default=0.675)
 MEMORY_MIN_SCORE_FULLTEXT = env.float("MEMORY_MIN_SCORE_FULLTEXT", default=0.0)
+# The relevance gate of vector and hybrid memory search: when even the nearest message scores below
+# this, the query is about nothing stored and nothing is returned (hybrid still answers when a message
+# holds every word of the query). Calibrated with the floor by bench/memory_floor.py.
+MEMORY_MIN_SCORE_QUERY = env.float("MEMORY_MIN_SCORE_QUERY", default=0.68)
 # Ranking of memory search (docs/decisions.md, "Memory: speaker and date in what is searched"): hybrid's
 # weight of the vector side (the fulltext side weighs 1 - this; both min-max scaled), and the share of a
 # message's fulltext score that the next message of its conversation also gets (a reply is found by the
 # words of what it answers; 0: none). Both chosen on locomo-dev by bench/locomo.py.
-MEMORY_HYBRID_ALPHA = env.float("MEMORY_HYBRID_ALPHA", default=0.6)
+MEMORY_HYBRID_ALPHA = env.float("MEMORY_HYBRID_ALPHA", default=0.5)
 MEMORY_CONTEXT_WEIGHT = env.float("MEMORY_CONTEXT_WEIGHT", default=0.5)
 MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413
 MEMORY_MAX_MESSAGE_CHARS = env.int("MEMORY_MAX_MESSAGE_CHARS", default=32_000)  # longer text: 413
@@ -463,7 +467,7 @@ if MEMORY_CONSOLIDATE_EVERY_HOURS > 0:
 MEMORY_SUMMARY_MAX_MESSAGES = 200  # messages per summary segment
 MEMORY_FORGET_BATCH = 5000  # nodes deleted per transaction by a forget
 MEMORY_SCOPE_MAX_CONVERSATIONS = 100_000  # conversations one summarise/consolidate job visits
-MEMORY_HYBRID_CANDIDATES = 30  # per retriever, as for documents
+MEMORY_HYBRID_CANDIDATES = 50  # per retriever (bench/locomo.py: 30 lost evidence that 50 keeps)
 MEMORY_MAX_QUERY_CHARS = 10_000
 
 # --- Health ------------------------------------------------------------------------------------------

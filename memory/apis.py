@@ -252,6 +252,24 @@ class MemorySearchInputSerializer(StrictSerializer):
     mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True)
     depth = serializers.ChoiceField(choices=DEPTHS, default="messages")
     min_score = MinScoreField()
+    since = serializers.CharField(
+        required=False, max_length=100, help_text="messages from this time on: ISO-8601 or an expression"
+    )
+    until = serializers.CharField(
+        required=False, max_length=100, help_text="messages before this time: ISO-8601 or an expression"
+    )
+    when = serializers.CharField(
+        required=False, max_length=100, help_text='messages within this span, e.g. "May 2023", "last year"'
+    )
+    reference_time = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="ISO-8601 time relative expressions count from (default: now)",
+    )
+    roles = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=20, allow_empty=False
+    )
+    author = serializers.CharField(required=False, max_length=256, help_text="the author's name, exact")
 
 
 class MemorySearchApi(ProjectApi):
@@ -260,6 +278,14 @@ class MemorySearchApi(ProjectApi):
     @extend_schema(request=MemorySearchInputSerializer, responses={200: dict})
     def post(self, request: Request, project_id: str) -> Response:
         data, scope = _scoped(MemorySearchInputSerializer, request.data)
+        filters = selectors.message_filters(
+            since=data.get("since"),
+            until=data.get("until"),
+            when=data.get("when"),
+            reference_time=data.get("reference_time"),
+            roles=data.get("roles"),
+            author=data.get("author"),
+        )
         result = selectors.memories_search(
             project_id=project_id,
             scope=scope,
@@ -268,6 +294,7 @@ class MemorySearchApi(ProjectApi):
             mode=data.get("mode"),
             depth=data["depth"],
             min_score=data.get("min_score"),
+            filters=filters,
         )
         return Response(asdict(result))
 

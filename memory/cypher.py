@@ -18,6 +18,9 @@ SCHEMA: list[str] = [
     "FOR (c:Conversation) REQUIRE (c.project_id, c.key) IS UNIQUE",
     "CREATE CONSTRAINT user_profile_key IF NOT EXISTS "
     "FOR (p:UserProfile) REQUIRE (p.project_id, p.key) IS UNIQUE",
+    # a caller's message id names one message of a conversation: a retried store changes nothing
+    "CREATE CONSTRAINT memory_message_id IF NOT EXISTS "
+    "FOR (m:Memory) REQUIRE (m.conversation_id, m.message_id) IS UNIQUE",
 ]
 
 VECTOR_INDEX = "memory_embeddings"
@@ -153,6 +156,14 @@ RETURN c.id AS conversation_id, [m IN ms | {id: m.id, seq: m.seq}] AS stored,
        c.last_seq - coalesce(c.summarized_seq, 0) AS pending_messages, c.pending_tokens AS pending_tokens
 """
 
+# the messages of the scope's conversation that already carry one of these caller message ids
+STORED_MESSAGE_IDS = """
+MATCH (c:Conversation {project_id: $project_id, key: $conversation_key})
+MATCH (m:Memory {conversation_id: c.id})
+WHERE m.message_id IN $message_ids AND m.project_id = $project_id
+RETURN m.message_id AS message_id, m.id AS id, m.seq AS seq, m.role AS role, c.id AS conversation_id
+"""
+
 # the documents and chunks each message references, resolved to element ids by knowledge.selectors
 _STORE_REFERENCES = """
 WITH c, base, previous, m, row
@@ -259,7 +270,7 @@ ORDER BY score DESC, m.id
 LIMIT $limit
 OPTIONAL MATCH (m)-[:NEXT]->(n:Memory)
 WHERE n.project_id = $project_id AND {next_scope}
-RETURN m.id AS id, score, n.id AS next_id
+RETURN m.id AS id, score, n.id AS next_id, m.search_text AS words
 """
 
 RECENT = """

@@ -63,3 +63,35 @@ class ForgetResult:
     erased: dict[str, int]
     audit_id: int
     took_ms: float
+
+
+@dataclass(frozen=True)
+class MessageFilters:
+    """Conditions on the messages a search returns: their time in [since, until) (normalised ISO text,
+    as stored), their role, their author's name (exact)."""
+
+    since: str | None = None
+    until: str | None = None
+    roles: tuple[str, ...] = ()
+    author: str | None = None
+
+    def where(self, var: str) -> str:
+        """` AND …` over `var` (fixed text; values are `params()`), "" without conditions."""
+        parts = []
+        if self.since is not None:
+            parts.append(f"{var}.timestamp >= $filter_since")
+        if self.until is not None:
+            parts.append(f"{var}.timestamp < $filter_until")
+        if self.roles:
+            parts.append(f"{var}.role IN $filter_roles")
+        if self.author is not None:
+            parts.append(f"{var}.author_name = $filter_author")
+        return "".join(f" AND {p}" for p in parts)
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "filter_since": self.since,
+            "filter_until": self.until,
+            "filter_roles": list(self.roles),
+            "filter_author": self.author,
+        }

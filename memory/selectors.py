@@ -15,6 +15,7 @@ import json
 import time
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -25,9 +26,11 @@ from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from memory import cypher
 from memory import text as message_text
-from memory.dto import MemoryItem, MemorySearchResult
+from memory.dto import MemoryItem, MemorySearchResult, MessageFilters
 from memory.indexes import ensure_memory_indexes, filtered_vector_index
 from memory.scope import SCOPE_KEYS, Scope, lucene_filter
+from memory.services import normalise_timestamp
+from memory.when import resolve as when_resolve
 from retrieval import fusion, lucene, search_core
 from retrieval.dto import Candidate
 
@@ -47,10 +50,16 @@ class MessageSearch:
         vector: list[float] | None = None,
         vector_floor: float | None = None,
         text_floor: float | None = None,
+        filters: MessageFilters | None = None,
     ) -> None:
         self.project_id = project_id
+        self.filters = filters or MessageFilters()
         # relevance floors: hits scoring below are not returned (a query about nothing gets nothing)
         self.vector_floor = settings.MEMORY_MIN_SCORE_VECTOR if vector_floor is None else vector_floor
+        # the nearest message must reach this for a vector or hybrid search to return anything
+        self.gate = settings.MEMORY_MIN_SCORE_QUERY if vector_floor is None else vector_floor
+        self.off_topic = False
+        self.every_word_found = False
         self.text_floor = settings.MEMORY_MIN_SCORE_FULLTEXT if text_floor is None else text_floor
         self.scope = scope
         self.query = unicodedata.normalize("NFC", query)  # as stored text is (memory.services._kept)
@@ -64,6 +73,13 @@ class MessageSearch:
             self.timings_ms["embedding"] = (time.perf_counter() - started) * 1000
         return self._vector
 
+    def _where(self, var: str) -> str:
+        """The messages this search may return: the scope's visible ones that pass the filters."""
+        return self.scope.visible_where(var) + self.filters.where(var)
+
+    def _params(self) -> dict[str, Any]:
+        return {**self.scope.params(), **self.filters.params()}
+
     def _timed(self, name: str, query: str, **params: Any) -> list[dict[str, Any]]:
         started = time.perf_counter()
         rows = graph.read(query, project_id=self.project_id, **params)
@@ -74,12 +90,18 @@ class MessageSearch:
 
     def vector_memories(self, limit: int, *, where: str | None = None, **extra: Any) -> Hits:
         """The scope's messages nearest the query, above the vector floor; `where` (fixed text over
-        `m`, values in `extra`) replaces the scope's visibility condition when given."""
-        return _floored(self._nearest(limit, where=where, **extra), self.vector_floor)
+        `m`, values in `extra`) replaces the scope's visibility condition when given. Without `where`,
+        nothing when even the nearest scores below the relevance gate (MEMORY_MIN_SCORE_QUERY, or the
+        request's min_score): the query is about nothing stored."""
+        nearest = self._nearest(limit, where=where, **extra)
+        if where is None and (not nearest or nearest[0].score < self.gate):
+            self.off_topic = True
+            return []
+        return _floored(nearest, self.vector_floor)
 
     def _nearest(self, limit: int, *, where: str | None = None, **extra: Any) -> Hits:
-        where = where or self.scope.visible_where("m")
-        params = {**self.scope.params(), **extra}
+        where = where or self._where("m")
+        params = {**self._params(), **extra}
         size = self._timed("scope_size", cypher.SCOPE_SIZE.format(scope=where), **params)[0]["size"]
         if size == 0:
             return []
@@ -151,18 +173,21 @@ class MessageSearch:
         )
         if not terms:
             return []
-        where = self.scope.visible_where("m")
         rows = self._timed(
             "fulltext",
-            cypher.MESSAGE_FULLTEXT.format(scope=where, next_scope=self.scope.visible_where("n")),
+            cypher.MESSAGE_FULLTEXT.format(scope=self._where("m"), next_scope=self._where("n")),
             index=cypher.FULLTEXT_INDEX,
             lucene=self._lucene(terms, self.scope, field="search_text"),
             fetch=limit * 2,
             limit=limit,
-            **self.scope.params(),
+            **self._params(),
         )
         scores: dict[str, float] = {}
         weight = settings.MEMORY_CONTEXT_WEIGHT if context else 0.0
+        # a message holding every content word of the query is evidence of relevance the vector gate lacks
+        self.every_word_found = any(
+            message_text.holds_every_content_word(terms, row["words"]) for row in rows if row["words"]
+        )
         for row in rows:
             scores[row["id"]] = scores.get(row["id"], 0.0) + row["score"]
             if row["next_id"] is not None and weight > 0:
@@ -195,9 +220,9 @@ class MessageSearch:
     def recent_memories(self, limit: int) -> Hits:
         rows = self._timed(
             "recency",
-            cypher.RECENT.format(scope=self.scope.visible_where("m")),
+            cypher.RECENT.format(scope=self._where("m")),
             limit=limit,
-            **self.scope.params(),
+            **self._params(),
         )
         # newest first; a rank-based score keeps the order meaningful next to other levels
         return [Candidate(r["id"], 1.0 / (1 + i)) for i, r in enumerate(rows)]
@@ -213,7 +238,10 @@ class MessageSearch:
         # the fulltext query runs while the query is embedded and the vectors are scanned
         text_future = _pool.submit(self.fulltext_memories, depth, context=True)
         vector_hits = self.vector_memories(depth)
-        return fused(vector_hits, text_future.result())[:limit]
+        text_hits = text_future.result()
+        if self.off_topic and not self.every_word_found:
+            return []  # nothing stored is near the query, and no message holds all of its words
+        return fused(vector_hits, text_hits)[:limit]
 
     # --- summaries, facts, preferences ---
 
@@ -261,6 +289,52 @@ def fused(by_vector: Hits, by_text: Hits) -> Hits:
     MEMORY_HYBRID_ALPHA and the fulltext side the rest (chosen on locomo-dev by bench/locomo.py)."""
     alpha = settings.MEMORY_HYBRID_ALPHA
     return fusion.linear([by_vector, by_text], weights=[alpha, 1 - alpha], normalise="minmax")
+
+
+def message_filters(
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    when: str | None = None,
+    reference_time: str | None = None,
+    roles: list[str] | None = None,
+    author: str | None = None,
+) -> MessageFilters:
+    """A search's filters from the request: `since` (the start of its span), `until` (the end of its
+    span, exclusive) and `when` (its whole span) are ISO-8601 or time expressions resolved against
+    `reference_time` (default now; memory.when); several narrow each other. 400 for a time that does
+    not parse, an empty window or a role outside MEMORY_ROLES."""
+    reference = datetime.now(UTC)
+    if reference_time is not None:
+        reference = datetime.fromisoformat(normalise_timestamp(reference_time).replace("Z", "+00:00"))
+    starts, ends = [], []
+    for field, value in (("since", since), ("until", until), ("when", when)):
+        if value is None:
+            continue
+        start, end = when_resolve(value, reference=reference, field=field)
+        if field == "when" and start == end:  # an instant: its day
+            start, end = when_resolve(value[:10], reference=reference, field=field)
+        if field in ("since", "when"):
+            starts.append(start)
+        if field in ("until", "when"):
+            ends.append(end)
+    first, last = (max(starts) if starts else None), (min(ends) if ends else None)
+    if first is not None and last is not None and first >= last:
+        raise InvalidInput(
+            "the time filters leave no time: since/when start at or after until/when end",
+            details={"field": "until"},
+        )
+    unknown = sorted(set(roles or ()) - set(settings.MEMORY_ROLES))
+    if unknown:
+        raise InvalidInput(
+            f"roles {unknown} are not roles this platform stores ({', '.join(settings.MEMORY_ROLES)})",
+            details={"field": "roles", "allowed": list(settings.MEMORY_ROLES)},
+        )
+    return MessageFilters(since=_stamp(first), until=_stamp(last), roles=tuple(roles or ()), author=author)
+
+
+def _stamp(moment: datetime | None) -> str | None:
+    return None if moment is None else normalise_timestamp(moment.isoformat())
 
 
 def _hits(rows: list[dict[str, Any]]) -> Hits:
@@ -405,6 +479,7 @@ def memories_search(
     mode: str | None,
     depth: str,
     min_score: float | None = None,
+    filters: MessageFilters | None = None,
 ) -> MemorySearchResult:
     """Memories of the scope ranked for `query`; with `depth` "summaries" also the conversation
     summaries (those of the hits' conversations first), with "facts" also the owner's current facts,
@@ -412,7 +487,8 @@ def memories_search(
 
     Hits below the mode's relevance floor are not returned: MEMORY_MIN_SCORE_VECTOR for vector scores,
     MEMORY_MIN_SCORE_FULLTEXT for Lucene scores, both sides before hybrid fuses them. `min_score`
-    replaces the floor of the asked mode (for hybrid, of its vector side)."""
+    replaces the floor of the asked mode (for hybrid, of its vector side). `filters` (time, role,
+    author) apply to messages; summaries, facts and preferences are not filtered by them."""
     scope.require()
     started = time.perf_counter()
     if not query.strip():
@@ -429,6 +505,7 @@ def memories_search(
         query=query,
         vector_floor=min_score if mode in ("vector", "hybrid") else None,
         text_floor=min_score if mode == "fulltext" else None,
+        filters=filters,
     )
     hits = search.memories(mode, top_k)
     items = _memory_items(project_id, hits)

@@ -237,6 +237,10 @@ class StorePlan:
     skipped: list[dict[str, Any]]
     queues: bool
     process_with: tuple[str, ...]
+    # messages whose caller message id the conversation holds already: not stored again, answered
+    # with the stored message (index, id, seq, role, duplicate) and its conversation's id
+    duplicates: list[dict[str, Any]] = field(default_factory=list)
+    duplicate_of: str | None = None
 
 
 def memories_store_plan(
@@ -254,6 +258,7 @@ def memories_store_plan(
     (a chat turn's question, embedded while the plan is made; a redacted text needs its own)."""
     scope.require()
     keep, skipped = _kept(messages)
+    keep, duplicates, duplicate_of = _not_stored_yet(project_id, scope, keep)
     supplied = _supplied_embeddings([(p, m.embedding) for p, m in keep if m.embedding is not None])
     stamp = now_iso()
     timestamps = {p: normalise_timestamp(m.timestamp) if m.timestamp else stamp for p, m in keep}
@@ -294,7 +299,79 @@ def memories_store_plan(
         skipped=skipped,
         queues=queues,
         process_with=process_with,
+        duplicates=duplicates,
+        duplicate_of=duplicate_of,
     )
+
+
+def _stored_message_ids(project_id: str, scope: Scope, message_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Of these caller message ids, those the scope's conversation holds: id → the stored message."""
+    if not message_ids:
+        return {}
+    rows = graph.read(
+        cypher.STORED_MESSAGE_IDS,
+        project_id=project_id,
+        conversation_key=conversation_key(scope),
+        message_ids=message_ids,
+    )
+    return {r["message_id"]: r for r in rows}
+
+
+def _not_stored_yet(
+    project_id: str, scope: Scope, keep: list[tuple[int, MessageInput]]
+) -> tuple[list[tuple[int, MessageInput]], list[dict[str, Any]], str | None]:
+    """Split off the messages whose `message_id` the conversation holds already (a retried store
+    changes nothing): (the rest, what the stored ones answer, their conversation's id). A batch
+    that names one message id twice is 400."""
+    first: dict[str, int] = {}
+    for position, message in keep:
+        if message.message_id is not None:
+            if message.message_id in first:
+                raise InvalidInput(
+                    f"messages[{position}].message_id repeats messages[{first[message.message_id]}]'s: a "
+                    "message id names one message of a conversation",
+                    details={"field": f"messages[{position}].message_id"},
+                )
+            first[message.message_id] = position
+    stored = _stored_message_ids(project_id, scope, list(first))
+    duplicates = [
+        _duplicate(position, stored[m.message_id]) for position, m in keep if m.message_id in stored
+    ]
+    rest = [(position, m) for position, m in keep if m.message_id not in stored]
+    return rest, duplicates, next((s["conversation_id"] for s in stored.values()), None)
+
+
+def _duplicate(position: int, stored: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": stored["id"],
+        "index": position,
+        "seq": stored["seq"],
+        "role": stored["role"],
+        "duplicate": True,
+    }
+
+
+def _drop_stored_meanwhile(plan: StorePlan) -> None:
+    """A store of the same message ids that committed between this one's check and its write: the
+    rows it wrote are dropped from the plan and answered as duplicates."""
+    wanted = [row["message_id"] for row in plan.rows if row["message_id"] is not None]
+    stored = _stored_message_ids(plan.project_id, plan.scope, wanted)
+    if not stored:
+        return
+    keep = [i for i, row in enumerate(plan.rows) if row["message_id"] not in stored]
+    plan.duplicates += [
+        _duplicate(plan.positions[i], stored[row["message_id"]])
+        for i, row in enumerate(plan.rows)
+        if row["message_id"] in stored
+    ]
+    plan.duplicate_of = plan.duplicate_of or next(iter(stored.values()))["conversation_id"]
+    plan.rows = [plan.rows[i] for i in keep]
+    plan.positions = [plan.positions[i] for i in keep]
+    plan.references = [plan.references[i] for i in keep]
+
+
+def _message_id_taken(exc: BaseException) -> bool:
+    return isinstance(exc, ClientError) and exc.code == "Neo.ClientError.Schema.ConstraintValidationFailed"
 
 
 def memories_store_write(plan: StorePlan) -> dict[str, Any] | None:
@@ -304,11 +381,19 @@ def memories_store_write(plan: StorePlan) -> dict[str, Any] | None:
     # A forget running at the same moment may delete the conversation the MERGE has just matched
     # (Neo4j: EntityNotFound). Nothing of the attempt was written; the next one starts a new
     # conversation.
+    # A store of the same message ids may commit between this one's check and its write (the
+    # constraint on conversation and message id refuses the second): those rows are answered as
+    # duplicates and the rest written.
+    written = None
     for attempt in Retrying(
-        stop=stop_after_attempt(3), retry=retry_if_exception(_conversation_vanished), reraise=True
+        stop=stop_after_attempt(3),
+        retry=retry_if_exception(lambda e: _conversation_vanished(e) or _message_id_taken(e)),
+        reraise=True,
     ):
         with attempt:
-            written = _store_rows(plan.project_id, plan.scope, plan.project, plan.rows)
+            if attempt.retry_state.attempt_number > 1:
+                _drop_stored_meanwhile(plan)
+            written = _store_rows(plan.project_id, plan.scope, plan.project, plan.rows) if plan.rows else None
     return written
 
 
@@ -323,16 +408,14 @@ def memories_store_finish(plan: StorePlan, written: dict[str, Any] | None) -> St
 
 
 def _result(plan: StorePlan, written: dict[str, Any] | None, job_id: str | None) -> StoreResult:
-    if written is None:
-        return StoreResult(conversation_id=None, stored=[], skipped=plan.skipped, job_id=None)
     stored = [
         {"id": s["id"], "index": plan.positions[i], "seq": s["seq"], "role": plan.rows[i]["role"]}
         | ({"references": plan.references[i]} if plan.references[i] else {})
-        for i, s in enumerate(written["stored"])
+        for i, s in enumerate(written["stored"] if written is not None else [])
     ]
-    return StoreResult(
-        conversation_id=written["conversation_id"], stored=stored, skipped=plan.skipped, job_id=job_id
-    )
+    stored = sorted(stored + plan.duplicates, key=lambda s: s["index"])
+    conversation_id = written["conversation_id"] if written is not None else plan.duplicate_of
+    return StoreResult(conversation_id=conversation_id, stored=stored, skipped=plan.skipped, job_id=job_id)
 
 
 def _kept(messages: list[MessageInput]) -> tuple[list[tuple[int, MessageInput]], list[dict[str, Any]]]:

@@ -32,6 +32,30 @@ def words(text: str) -> list[str]:
     return [w.strip("_") for w in _WORD.findall(_POSSESSIVE.sub("", plain).lower()) if w.strip("_")]
 
 
+# English function words: what a query's content words are without (memory search's relevance gate
+# lets a hybrid search answer when one message holds every content word of the query)
+_FUNCTION_WORDS = """a about after all also am an and any are as at be been before being but by can could
+    did do
+    does doing for from had has have having he her here hers him his how i if in into is it its just
+    me more most my no nor not of on or our ours out over she should so some such than that the their
+    theirs them then there these they this those to too under until up very was we were what when
+    where which while who whom whose why will with would you your yours"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
+
+
+def fold(word: str) -> str:
+    """Case and accents folded as the fulltext analyzer folds them ("Straße" → "strasse", "café" →
+    "cafe")."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold()) if not unicodedata.combining(c))
+
+
+def holds_every_content_word(query_terms: list[str], indexed: str) -> bool:
+    """Whether a message's indexed words hold every content word (not a FUNCTION_WORDS one) of the
+    query's terms; False for a query of function words only."""
+    content = {fold(t) for t in query_terms if t not in FUNCTION_WORDS}
+    return bool(content) and content <= {fold(w) for w in indexed.split()}
+
+
 def day(timestamp: str | None) -> str:
     """`2023-05-08T13:56:00.000000Z` → `8 May 2023` (English month names, whatever the locale); ""
     for a missing or unreadable time."""

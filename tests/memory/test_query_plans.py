@@ -23,6 +23,7 @@ LISTS = {
     "hits",
     "links",
     "memory_ids",
+    "message_ids",
     "sources",
     "conversation_ids",
     "vector",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import numpy as np
 import pytest
@@ -569,3 +570,87 @@ def test_a_memory_fulltext_index_of_another_analyzer_is_rebuilt() -> None:
         n=cypher.FULLTEXT_INDEX,
     )
     assert rows == [{"analyzer": "standard-folding"}]
+
+
+def test_a_retried_batch_changes_nothing() -> None:
+    """Stores are idempotent on `message_id` within a conversation: a retried batch answers the
+    stored messages (marked duplicate) and writes nothing; new ids in a partly retried batch are
+    stored after the others; the same id in another thread is another message."""
+    tenant = make_tenant("mem-idempotent")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    batch = [user("I moved to Porto.", message_id="m1"), assistant("Noted: Porto.", message_id="m2")]
+    first = store(client, pid, batch, user_id="ana", thread_id="t1").json()
+    before = count("Memory", pid)
+    again = store(client, pid, batch, user_id="ana", thread_id="t1")
+    assert again.status_code == 201
+    body = again.json()
+    assert [(s["id"], s["seq"], s["index"]) for s in body["stored"]] == [
+        (s["id"], s["seq"], s["index"]) for s in first["stored"]
+    ]
+    assert all(s["duplicate"] for s in body["stored"])
+    assert body["conversation_id"] == first["conversation_id"] and body["job_id"] is None
+    assert count("Memory", pid) == before
+    mixed = store(
+        client,
+        pid,
+        [assistant("Noted: Porto.", message_id="m2"), user("And I cycle.", message_id="m3")],
+        user_id="ana",
+        thread_id="t1",
+    ).json()
+    assert [s.get("duplicate", False) for s in mixed["stored"]] == [True, False]
+    assert mixed["stored"][1]["seq"] == 3 and count("Memory", pid) == before + 1
+    other = store(client, pid, [user("Hi.", message_id="m1")], user_id="ana", thread_id="t2").json()
+    assert "duplicate" not in other["stored"][0] and count("Memory", pid) == before + 2
+    twice = store(client, pid, [user("a", message_id="m9"), user("b", message_id="m9")], user_id="ana")
+    assert twice.status_code == 400 and "messages[1].message_id" in twice.content.decode()
+    assert count("Memory", pid) == before + 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_retries_of_one_batch_store_it_once() -> None:
+    """Two stores of the same message ids racing: the constraint on (conversation, message id)
+    refuses the later write, which answers the earlier one's messages as duplicates."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memory.dto import MessageInput
+    from memory.scope import Scope
+    from memory.services import memories_store
+
+    tenant = make_tenant("mem-idempotent-race")
+    pid = tenant.project.id
+    messages = [MessageInput("user", f"Turn {i} of the race.", message_id=f"r{i}") for i in range(20)]
+
+    def one(_: int) -> list[str]:
+        result = memories_store(project_id=pid, scope=Scope(user_id="ana", thread_id="t"), messages=messages)
+        return [s["id"] for s in result.stored]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(one, range(4)))
+    assert count("Memory", pid) == 20
+    assert all(answer == answers[0] for answer in answers)
+
+
+def test_a_query_about_nothing_stored_returns_nothing_unless_a_message_holds_all_its_words() -> None:
+    """The relevance gate (MEMORY_MIN_SCORE_QUERY): vector and hybrid return nothing when even the
+    nearest message is far from the query; hybrid answers when a message holds every query word;
+    fulltext has no gate; a request's min_score replaces the gate."""
+    tenant = make_tenant("mem-gate")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    store(
+        client,
+        pid,
+        [user("The night train to Lyon was late again."), user("My parcel is order 4711, due Friday.")],
+        user_id="ana",
+    )
+
+    def found(query: str, mode: str, **extra: Any) -> int:
+        body = msearch(client, pid, query, {"user_id": "ana"}, mode=mode, **extra).json()
+        return len(body["items"])
+
+    off_topic = "Which quark flavour has the largest mass in lattice chromodynamics?"
+    assert found(off_topic, "vector") == 0 and found(off_topic, "hybrid") == 0
+    assert found(off_topic, "vector", min_score=0) == 2
+    assert found("train Lyon late", "hybrid") >= 1
+    assert found("Where is the quark?", "hybrid") == 0  # "where", "is", "the": no content word of it held
+    assert found("4711", "hybrid") >= 1  # a number alone embeds far from anything; the word is there
+    assert found("train the quark", "fulltext") == 1  # lexical: any message holding a query word
