@@ -418,9 +418,11 @@ WHERE {scope}
 WITH n LIMIT $batch
 OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(n)
 WITH collect(DISTINCT n) AS ns, collect(DISTINCT d) AS ds
+WITH ns, ds, size([d IN ds WHERE d:Fact]) AS facts, size([d IN ds WHERE d:Preference]) AS preferences,
+     size([d IN ds WHERE d:ConversationSummary]) AS summaries
 FOREACH (d IN ds | DETACH DELETE d)
 FOREACH (n IN ns | DETACH DELETE n)
-RETURN size(ns) AS deleted, size(ds) AS derived
+RETURN size(ns) AS deleted, size(ds) AS derived, facts, preferences, summaries
 """
 
 # Last step: the scope's conversations, locked first so a store running now either finished
@@ -439,9 +441,12 @@ DETACH DELETE c
 RETURN count(c) AS deleted, sum(size(xs)) AS stragglers, sum(size(ds)) AS derived
 """
 
+# the profiles of the scope's user, or of every user of the application when the scope is the
+# application alone (profiles are per application and user, not per agent or thread)
 FORGET_PROFILES = """
 MATCH (p:UserProfile {project_id: $project_id})
-WHERE $user_id IS NOT NULL AND p.user_id = $user_id
+WHERE (($user_id IS NOT NULL AND p.user_id = $user_id)
+       OR ($user_id IS NULL AND $agent_id IS NULL AND $thread_id IS NULL AND $application_id IS NOT NULL))
   AND ($application_id IS NULL OR p.application_id = $application_id)
 DETACH DELETE p
 RETURN count(*) AS deleted

@@ -1073,6 +1073,9 @@ def memories_forget(*, project_id: str, scope: Scope, requested_by: str = "") ->
             row = graph.write(query, project_id=project_id, batch=batch, **scope.params())[0]
             erased[name] += int(row["deleted"])
             erased["derived"] += int(row["derived"])
+            # facts, preferences and summaries drawn from what this batch erased count as what they are
+            for kind in ("facts", "preferences", "summaries"):
+                erased[kind] += int(row[kind])
             if row["deleted"] < batch:
                 break
     row = graph.write(
@@ -1080,12 +1083,7 @@ def memories_forget(*, project_id: str, scope: Scope, requested_by: str = "") ->
     )[0]
     erased["conversations"] += int(row["deleted"])
     erased["stragglers"] += int(row["stragglers"] or 0)
-    row = graph.write(
-        cypher.FORGET_PROFILES,
-        project_id=project_id,
-        user_id=scope.user_id,
-        application_id=scope.application_id,
-    )[0]
+    row = graph.write(cypher.FORGET_PROFILES, project_id=project_id, **scope.params())[0]
     erased["profiles"] += int(row["deleted"])
     took_ms = round((time.perf_counter() - started) * 1000, 1)
     audit = MemoryErasure.objects.create(

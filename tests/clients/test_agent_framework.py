@@ -18,6 +18,7 @@ from agent_framework_knowledge import KnowledgeContextProvider, ProviderConfig
 from knowledge_platform_client import (
     AsyncPlatformClient,
     AuthenticationError,
+    BadRequestError,
     ConfigurationError,
     MemoryClient,
     MemoryHit,
@@ -450,3 +451,44 @@ def test_the_sample_recalls_across_sessions_offline(platform_web: Platform, clie
     assert run.returncode == 0, run.stdout + run.stderr
     assert "From our earlier conversations: Hi, I'm Ana. I live in Lisbon" in run.stdout
     assert "Ana remembered across sessions: True; Bruno saw Ana's memory: False" in run.stdout
+
+
+async def test_the_platform_client_searches_memory_by_time_role_and_author_and_retries_safely(
+    platform_web: Platform, client_tenant: Tenant
+) -> None:
+    settings = platform_web.settings(client_tenant)
+    scope = {"user_id": "client-filters"}
+    messages = [
+        {
+            "role": "user",
+            "text": "Booked the ferry to Madeira.",
+            "message_id": "f1",
+            "author_name": "Ana",
+            "timestamp": "2023-05-08T10:00:00Z",
+        },
+        {
+            "role": "assistant",
+            "text": "The ferry to Madeira leaves at eight.",
+            "message_id": "f2",
+            "timestamp": "2023-06-02T10:00:00Z",
+        },
+    ]
+    async with AsyncPlatformClient(settings) as client:
+        memory = MemoryClient(client)
+        first = await memory.store(messages, scope)
+        again = await memory.store(messages, scope)  # a retry: nothing new
+        assert [s.id for s in again.stored] == [s.id for s in first.stored]
+        assert all(s.duplicate for s in again.stored) and not any(s.duplicate for s in first.stored)
+
+        async def texts(**filters: Any) -> list[str]:
+            found = await memory.search("ferry Madeira", scope, mode="fulltext", **filters)
+            return [m.text for m in found.items]
+
+        assert await texts(when="May 2023") == ["Booked the ferry to Madeira."]
+        assert await texts(since="last month", reference_time="2023-07-01T00:00:00Z") == [
+            "The ferry to Madeira leaves at eight."
+        ]
+        assert await texts(roles=["assistant"]) == ["The ferry to Madeira leaves at eight."]
+        assert await texts(author="Ana") == ["Booked the ferry to Madeira."]
+        with pytest.raises(BadRequestError):
+            await texts(when="whenever")

@@ -249,3 +249,27 @@ def test_curators_read_the_erasure_audit_in_the_admin(admin_client) -> None:  # 
     detail = admin_client.get(f"/admin/memory/memoryerasure/{audit_id}/change/")
     assert detail.status_code == 200 and b"bluebird" not in detail.content
     assert admin_client.get("/admin/memory/memoryerasure/add/").status_code == 403
+
+
+def test_forgetting_an_application_counts_what_it_erased_and_removes_its_profiles() -> None:
+    """Facts and preferences erased because their messages went count as facts and preferences
+    (not as 0); forgetting an application removes its users' profiles and leaves another
+    application's user alone."""
+    tenant = make_tenant("mem-forget-app")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    for app, user_id in (("shop", "ana"), ("shop", "bo"), ("bank", "ana")):
+        body = store(
+            client,
+            pid,
+            [user(f"My name is {user_id.title()} and I live in Porto."), user("I love green tea.")],
+            application_id=app,
+            user_id=user_id,
+        ).json()
+        _process(body)
+    profiles = "MATCH (p:UserProfile {project_id: $p}) RETURN p.application_id AS app, p.user_id AS user"
+    assert len(graph.read(profiles, p=pid)) == 3
+    erased = forget(client, pid, application_id="shop").json()["erased"]
+    assert erased["memories"] == 4 and erased["profiles"] == 2
+    assert erased["facts"] >= 2 and erased["preferences"] >= 2
+    assert graph.read(profiles, p=pid) == [{"app": "bank", "user": "ana"}]
+    assert count("Fact", pid) >= 1 and count("Preference", pid) >= 1  # the bank's user keeps hers

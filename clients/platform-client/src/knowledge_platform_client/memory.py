@@ -30,6 +30,7 @@ class StoredMemory(ApiModel):
     index: int
     seq: int
     role: str
+    duplicate: bool = False  # its message_id was stored before: this is that message, nothing new
 
 
 class SkippedMessage(ApiModel):
@@ -110,11 +111,30 @@ class MemoryClient:
         top_k: int = 10,
         mode: MemoryMode | None = None,
         depth: MemoryDepth = "messages",
+        min_score: float | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        when: str | None = None,
+        reference_time: str | None = None,
+        roles: Sequence[str] | None = None,
+        author: str | None = None,
     ) -> MemorySearchResult:
-        """Memories of exactly this scope; a blank query lists the most recent ones."""
+        """Memories of exactly this scope; a blank query lists the most recent ones. `since`,
+        `until` and `when` take ISO-8601 or expressions such as "May 2023" or "last year", counted
+        from `reference_time` (default now); `roles` and `author` narrow the messages too
+        (docs/api.md, "Time, role and author filters")."""
         body: dict[str, Any] = {"query": query, "scope": clean_scope(scope), "top_k": top_k, "depth": depth}
-        if mode is not None:
-            body["mode"] = mode
+        optional = {
+            "mode": mode,
+            "min_score": min_score,
+            "since": since,
+            "until": until,
+            "when": when,
+            "reference_time": reference_time,
+            "roles": list(roles) if roles is not None else None,
+            "author": author,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
         data = await self.client.request("POST", self.client.project_path("memories", "search"), json=body)
         return MemorySearchResult.model_validate(data)
 
