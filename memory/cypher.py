@@ -594,7 +594,7 @@ MEMORIES_BY_ID = """
 UNWIND $ids AS wanted
 MATCH (m:Memory {id: wanted}) WHERE m.project_id = $project_id
 RETURN m.id AS id, m.role AS role, m.text AS text, m.timestamp AS timestamp,
-       m.conversation_id AS conversation_id, m.seq AS seq
+       m.author_name AS author_name, m.conversation_id AS conversation_id, m.seq AS seq
 ORDER BY m.conversation_id, m.seq
 """
 

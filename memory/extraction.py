@@ -30,6 +30,15 @@ class Message:
     role: str
     text: str
     timestamp: str
+    author_name: str | None = None
+
+    def speaker(self) -> str | None:
+        """Whom a first-person statement of this message is about: "user" for the user's messages,
+        the author's name for another role's named speaker (a second person in the conversation),
+        None for an unnamed assistant, system or tool (the agent speaking of itself)."""
+        if self.role == "user":
+            return "user"
+        return (self.author_name or "").strip() or None
 
 
 @dataclass
@@ -170,42 +179,52 @@ def _clean_value(value: str) -> str | None:
 def derive_extractive(messages: list[Message]) -> Derived:
     derived = Derived(mode="extractive")
     for message in messages:
-        if message.role != "user":
+        subject = message.speaker()
+        if subject is None:
             continue
         for sentence in _SENTENCES.split(message.text):
             sentence = sentence.strip()
             if not sentence:
                 continue
-            for match in _FAVOURITE.finditer(sentence):
-                value = _clean_value(match.group(2))
-                if value:
-                    derived.preferences.append(
-                        PreferenceCandidate(norm(match.group(1)), value, "like", sentence, [message.id])
-                    )
-            # "I don't like X" also reads as "like X": a like inside a dislike is not one
-            negated = [m.span() for m in _DISLIKE.finditer(sentence)]
-            for pattern, sentiment in ((_DISLIKE, "dislike"), (_LIKE, "like")):
-                for match in pattern.finditer(sentence):
-                    value = _clean_value(match.groups()[-1])
-                    inside = any(a <= match.start() < b for a, b in negated)
-                    if value and not (sentiment == "like" and inside):
-                        derived.preferences.append(
-                            PreferenceCandidate("general", value, sentiment, sentence, [message.id])
-                        )
-            taken: set[str] = set()
-            for pattern, predicate in _FACTS:
-                for match in pattern.finditer(sentence):
-                    if predicate == "*":
-                        attribute = norm(match.group(1))
-                        if attribute.startswith(("favourite", "favorite", "name")) or attribute in taken:
-                            continue
-                        value, pred = _clean_value(match.group(2)), attribute.replace(" ", "_")
-                    else:
-                        value, pred = _clean_value(match.group(1)), predicate
-                    if value and pred not in taken:
-                        taken.add(pred)
-                        derived.facts.append(FactCandidate("user", pred, value, sentence, [message.id]))
+            if subject == "user":  # preferences are the user's (the profile holds them)
+                _preferences(sentence, message.id, derived)
+            _facts(sentence, message.id, subject, derived)
     return derived
+
+
+def _preferences(sentence: str, message_id: str, derived: Derived) -> None:
+    for match in _FAVOURITE.finditer(sentence):
+        value = _clean_value(match.group(2))
+        if value:
+            derived.preferences.append(
+                PreferenceCandidate(norm(match.group(1)), value, "like", sentence, [message_id])
+            )
+    # "I don't like X" also reads as "like X": a like inside a dislike is not one
+    negated = [m.span() for m in _DISLIKE.finditer(sentence)]
+    for pattern, sentiment in ((_DISLIKE, "dislike"), (_LIKE, "like")):
+        for match in pattern.finditer(sentence):
+            value = _clean_value(match.groups()[-1])
+            inside = any(a <= match.start() < b for a, b in negated)
+            if value and not (sentiment == "like" and inside):
+                derived.preferences.append(
+                    PreferenceCandidate("general", value, sentiment, sentence, [message_id])
+                )
+
+
+def _facts(sentence: str, message_id: str, subject: str, derived: Derived) -> None:
+    taken: set[str] = set()
+    for pattern, predicate in _FACTS:
+        for match in pattern.finditer(sentence):
+            if predicate == "*":
+                attribute = norm(match.group(1))
+                if attribute.startswith(("favourite", "favorite", "name")) or attribute in taken:
+                    continue
+                value, pred = _clean_value(match.group(2)), attribute.replace(" ", "_")
+            else:
+                value, pred = _clean_value(match.group(1)), predicate
+            if value and pred not in taken:
+                taken.add(pred)
+                derived.facts.append(FactCandidate(subject, pred, value, sentence, [message_id]))
 
 
 # --- facts and preferences: LLM --------------------------------------------------------------------
@@ -238,12 +257,15 @@ world that the user stated, and the user's preferences. Cite the ids of the mess
 from, using only ids listed. Return JSON {"facts": [{"subject", "predicate" (snake_case), "object",
 "statement" (one sentence), "message_ids", "confidence" (0-1)}], "preferences": [{"category",
 "value", "sentiment" ("like" or "dislike"), "statement", "message_ids"}]}. Use subject "user" for the
-user. Return empty lists when there is nothing durable."""
+user; facts another named speaker states about themselves take that speaker's name as subject.
+Preferences are the user's only. Return empty lists when there is nothing durable."""
 
 
 def derive_llm(messages: list[Message]) -> Derived:
     valid = {m.id for m in messages}
-    listing = "\n".join(f"[{m.id}] {m.role}: {m.text}" for m in messages)
+    listing = "\n".join(
+        f"[{m.id}] {m.role}{f' ({m.author_name})' if m.author_name else ''}: {m.text}" for m in messages
+    )
     out = chat_json(
         [{"role": "system", "content": DERIVE_PROMPT}, {"role": "user", "content": listing}], _LLMDerived
     )

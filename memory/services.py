@@ -758,7 +758,10 @@ def memories_derive(*, project_id: str, memory_ids: list[str]) -> dict[str, int]
         if conversation is None:
             continue
         derived = extraction.derive(
-            [extraction.Message(m["id"], m["role"], m["text"], m["timestamp"]) for m in messages]
+            [
+                extraction.Message(m["id"], m["role"], m["text"], m["timestamp"], m["author_name"])
+                for m in messages
+            ]
         )
         counts = _write_derived(
             project_id, conversation, derived, {m["id"]: m["timestamp"] for m in messages}

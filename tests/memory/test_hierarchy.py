@@ -75,6 +75,35 @@ def test_mention_grams_match_entity_key_forms() -> None:
 # --- derived nodes on the real stack -------------------------------------------------------------------
 
 
+def test_every_named_speaker_gets_facts_and_only_the_user_gets_preferences() -> None:
+    """Derivation reads every speaker (issue 34): the user's first-person statements are about
+    "user", another role's named speaker's about that speaker (a second person, as in LoCoMo);
+    an unnamed assistant speaks of itself and gets none; preferences stay the user's."""
+    tenant = make_tenant("mem-speakers")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    body = store(
+        client,
+        pid,
+        [
+            user("I live in Lisbon."),
+            assistant("I live in Boston and I love sailing.", author_name="Melanie"),
+            assistant("I live in the cloud."),
+        ],
+        user_id="ana",
+    ).json()
+    job = _process(body)
+    assert job.status == "succeeded"
+    facts = graph.read(
+        "MATCH (f:Fact {project_id: $p}) RETURN f.subject AS subject, f.predicate AS predicate, f.object AS object",
+        p=pid,
+    )
+    assert {(f["subject"], f["predicate"], f["object"]) for f in facts} == {
+        ("user", "lives_in", "Lisbon"),
+        ("Melanie", "lives_in", "Boston"),
+    }
+    assert count("Preference", pid) == 0  # Melanie's "I love sailing" is not the user's preference
+
+
 def test_store_then_process_writes_facts_preferences_and_profile() -> None:
     tenant = make_tenant("mem-facts")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
