@@ -2,8 +2,9 @@
 message, retrieve with conversation awareness, answer (LLM or extractive), store the reply with
 REFERENCES to the documents it used, and return the answer with a numbered "References" block
 (seed 003's build_response_with_references). The reply's store queues one processing job for both
-messages, which also embeds the reply: nothing searches the reply within the turn that writes it, and
-its embedding is the turn's costliest step after retrieval (docs/decisions.md, "Chat turns")."""
+messages, which also embeds both (from their lines, memory.text): nothing searches them within the
+turn that writes them, and embedding is the turn's costliest step after retrieval (docs/decisions.md,
+"Chat turns")."""
 
 from __future__ import annotations
 
@@ -239,8 +240,8 @@ def _extractive_answer(turn: ChatTurnInput, context: _Context, references: list[
 
 class _Question:
     """The turn's question, planned (checked, ids given) in the request's thread and written to Neo4j
-    on a worker thread, once its embedding is ready, while the turn searches; its processing job is
-    queued with the reply's."""
+    on a worker thread while the turn searches; its processing job, queued with the reply's, embeds
+    it (with processing off, the worker thread does)."""
 
     def __init__(self, plan: StorePlan, writing: Future[dict[str, Any] | None]) -> None:
         self.plan = plan
@@ -257,9 +258,12 @@ class _Question:
 
     @staticmethod
     def _embedded_write(plan: StorePlan) -> dict[str, Any] | None:
-        row = plan.rows[0]
-        # a stored message's vector is its line's (speaker, day, text: memory.text), not the query's
-        row["embedding"] = get_embedder().embed_one(message_text.row_line(row))
+        # A stored message's vector is its line's (speaker, day, text: memory.text), not the query's.
+        # The turn's processing job embeds it with the reply, as nothing in the turn searches it; with
+        # processing off there is no job, so it is embedded here.
+        if not settings.MEMORY_PROCESS_ON_STORE:
+            row = plan.rows[0]
+            row["embedding"] = get_embedder().embed_one(message_text.row_line(row))
         return memories_store_write(plan)
 
     def stored(self) -> str | None:
@@ -327,7 +331,7 @@ def chat_turn(*, project_id: str, turn: ChatTurnInput) -> ChatTurn:
     progress = Reporter(project_id=project_id, retrieval_id=turn_id)
     clock = _Clock()
     # the query's embedding, computed while the conversation is read (the stored question is embedded
-    # from its line on the writer thread)
+    # from its line by the turn's processing job)
     vector = embed_soon(turn.message) if turn.persist or turn.rag else None
     scope, context = _conversation(project_id, turn)
     clock("read_conversation")

@@ -111,6 +111,17 @@ def _embedded(conversation_id: str) -> dict[str, bool]:
     return {r["id"]: r["embedded"] for r in rows}
 
 
+def test_with_processing_off_the_turn_embeds_both_messages(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.LLM_PROVIDER = "none"
+    settings.MEMORY_PROCESS_ON_STORE = False
+    tenant = make_tenant("chat-no-job")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    _docs(tenant)
+    body = chat(client, pid, message="Which tram climbs to the castle?", user_id="ana").json()
+    assert body["job_id"] is None
+    assert _embedded(body["conversation_id"]) == {body["message_id"]: True, body["reply_id"]: True}
+
+
 def test_one_job_processes_both_messages_and_embeds_the_reply(settings) -> None:  # type: ignore[no-untyped-def]
     settings.LLM_PROVIDER = "none"
     tenant = make_tenant("chat-job")
@@ -121,8 +132,8 @@ def test_one_job_processes_both_messages_and_embeds_the_reply(settings) -> None:
     jobs = list(Job.objects.filter(project_id=pid, kind="memory_process"))
     assert [job.inputs["memory_ids"] for job in jobs] == [[question, reply]]
     assert body["job_id"] == jobs[0].id  # the client can follow it
-    # the question was embedded for the search; the reply is embedded by the job
-    assert _embedded(body["conversation_id"]) == {question: True, reply: False}
+    # nothing in the turn searches its own messages: the job embeds both, from their lines
+    assert _embedded(body["conversation_id"]) == {question: False, reply: False}
     memory_process.apply(args=(jobs[0].id,))
     assert _embedded(body["conversation_id"]) == {question: True, reply: True}
     found = msearch(client, pid, body["answer"], {"user_id": "ana"}, mode="vector", top_k=1).json()
@@ -137,7 +148,7 @@ def test_one_job_processes_both_messages_and_embeds_the_reply(settings) -> None:
     assert (
         float(np.dot(stored["v"], expected) / np.linalg.norm(stored["v"]) / np.linalg.norm(expected)) > 0.999
     )
-    assert Job.objects.get(pk=jobs[0].id).counts["embedded"] == 1
+    assert Job.objects.get(pk=jobs[0].id).counts["embedded"] == 2
 
 
 def test_an_llm_turn_sends_sources_history_and_summary(fake_openai, settings) -> None:  # type: ignore[no-untyped-def]
