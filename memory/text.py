@@ -65,10 +65,10 @@ def day(timestamp: str | None) -> str:
         parsed = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     except ValueError:
         return ""
-    return f"{parsed.day} {_MONTHS[parsed.month - 1]} {parsed.year}"
+    return f"{parsed.day} {MONTHS[parsed.month - 1]} {parsed.year}"
 
 
-_MONTHS = (
+MONTHS = (
     "January",
     "February",
     "March",

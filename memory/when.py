@@ -17,29 +17,16 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from core.errors import InvalidInput
+from memory.text import MONTHS
 
 Span = tuple[datetime, datetime]
 
-_MONTHS = {
-    name: i + 1
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
-    )
-    for name in names
-}
+# month names (memory.text's, as a message's line writes them) and their abbreviations → 1..12
+_MONTHS = (
+    {name.lower(): i + 1 for i, name in enumerate(MONTHS)}
+    | {name.lower()[:3]: i + 1 for i, name in enumerate(MONTHS) if name != "May"}
+    | {"sept": 9}
+)
 _UNITS = ("day", "week", "month", "year")
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 FORMS = (
