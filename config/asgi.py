@@ -33,4 +33,5 @@ from core.runtime import heap  # noqa: E402
 # Django, DRF, Channels and the driver are loaded: keep them out of garbage collection, then load
 # the embedding model in the background (it freezes its own objects once loaded; core/runtime/heap.py)
 heap.freeze_long_lived()
-warm_in_background()
+if settings.EMBEDDINGS_WARM_AT_START:
+    warm_in_background()

@@ -31,6 +31,9 @@ def _session_environment(prefix: str) -> Path:
     # The suite decides LLM and embedder settings itself; a developer's .env must not leak in.
     os.environ["LLM_PROVIDER"] = "none"
     os.environ["EMBEDDINGS_PROVIDER"] = "local"
+    # No warm-up thread in the test process: its model import parses source while pytest rewrites
+    # test modules, and CPython 3.11's AST recursion counter is not thread-safe (a collection error)
+    os.environ["EMBEDDINGS_WARM_AT_START"] = "false"
     # No DJANGO_SECRET_KEY: the session's processes share the per-install key in VAR_DIR/secret_key.
     os.environ.pop("DJANGO_SECRET_KEY", None)
     return root

@@ -16,7 +16,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def platform_env(**overrides: str) -> dict[str, str]:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PYTHONUNBUFFERED": "1",
+        # a server process runs as `make run` starts it, loading the embedder as it starts
+        "EMBEDDINGS_WARM_AT_START": "true",
+    }
     env.update(overrides)
     return env
 
