@@ -423,6 +423,35 @@ def test_a_reply_is_found_by_the_words_of_what_it_answers_in_hybrid_only(setting
     assert ids("hybrid") == [question]
 
 
+def test_what_a_reply_answers_is_found_by_the_reply_s_words_in_hybrid_only(settings) -> None:  # type: ignore[no-untyped-def]
+    """MEMORY_CONTEXT_WEIGHT_PREVIOUS: in hybrid, each fulltext hit's previous message gets that share
+    of its score (less than the next message's), so the question an answer settles is found by the
+    answer's words; fulltext mode does not; another thread's previous message is never drawn in."""
+    settings.MEMORY_MIN_SCORE_VECTOR = 0.99  # the vector side finds nothing: only fulltext and context
+    tenant = make_tenant("mem-context-previous")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    store(client, pid, [user("Rua Augusta is a street.")], user_id="u1", thread_id="t0")
+    stored = store(
+        client,
+        pid,
+        [user("Where should we get bread tomorrow?"), assistant("The bakery on Rua Augusta, near the arch.")],
+        user_id="u1",
+        thread_id="t1",
+    ).json()["stored"]
+    question, answer = (s["id"] for s in stored)
+
+    def ranked(mode: str) -> list[dict]:  # type: ignore[type-arg]
+        body = msearch(client, pid, "bakery arch", {"user_id": "u1"}, mode=mode, depth="messages")
+        return body.json()["items"]
+
+    assert [i["id"] for i in ranked("fulltext")] == [answer]
+    hybrid = ranked("hybrid")
+    assert [i["id"] for i in hybrid] == [answer, question]
+    assert hybrid[1]["score"] < hybrid[0]["score"]
+    settings.MEMORY_CONTEXT_WEIGHT_PREVIOUS = 0.0
+    assert [i["id"] for i in ranked("hybrid")] == [answer]
+
+
 def test_possessives_and_speakers_are_words_of_a_message(settings) -> None:  # type: ignore[no-untyped-def]
     """One tokenizer for what is indexed and what is asked (memory.text): "McGee" finds "McGee's"
     (typographic apostrophe too) and "McGee's" finds "McGee"; a message is found by its author's
