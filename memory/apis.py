@@ -270,6 +270,12 @@ class MemorySearchInputSerializer(StrictSerializer):
         child=serializers.CharField(max_length=64), required=False, max_length=20, allow_empty=False
     )
     author = serializers.CharField(required=False, max_length=256, help_text="the author's name, exact")
+    as_of = serializers.CharField(
+        required=False,
+        max_length=100,
+        help_text="memory as it stood then: messages said by then, facts and preferences valid then "
+        "(ISO-8601 or an expression; an expression's span ends it)",
+    )
 
 
 class MemorySearchApi(ProjectApi):
@@ -285,6 +291,7 @@ class MemorySearchApi(ProjectApi):
             reference_time=data.get("reference_time"),
             roles=data.get("roles"),
             author=data.get("author"),
+            as_of=data.get("as_of"),
         )
         result = selectors.memories_search(
             project_id=project_id,

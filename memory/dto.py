@@ -68,12 +68,14 @@ class ForgetResult:
 @dataclass(frozen=True)
 class MessageFilters:
     """Conditions on the messages a search returns: their time in [since, until) (normalised ISO text,
-    as stored), their role, their author's name (exact)."""
+    as stored), their role, their author's name (exact); with `as_of`, only what had been said by then
+    and the facts and preferences valid then."""
 
     since: str | None = None
     until: str | None = None
     roles: tuple[str, ...] = ()
     author: str | None = None
+    as_of: str | None = None
 
     def where(self, var: str) -> str:
         """` AND …` over `var` (fixed text; values are `params()`), "" without conditions."""
@@ -86,7 +88,19 @@ class MessageFilters:
             parts.append(f"{var}.role IN $filter_roles")
         if self.author is not None:
             parts.append(f"{var}.author_name = $filter_author")
+        if self.as_of is not None:
+            parts.append(f"{var}.timestamp <= $filter_as_of")
         return "".join(f" AND {p}" for p in parts)
+
+    def valid_where(self, var: str) -> str:
+        """` AND …` over a fact or preference `var`: valid now (not superseded), or with `as_of` valid
+        then (its window [valid_from, valid_until) holds that time)."""
+        if self.as_of is None:
+            return f" AND {var}.valid_until IS NULL"
+        return (
+            f" AND {var}.valid_from <= $filter_as_of"
+            f" AND ({var}.valid_until IS NULL OR {var}.valid_until > $filter_as_of)"
+        )
 
     def params(self) -> dict[str, Any]:
         return {
@@ -94,4 +108,5 @@ class MessageFilters:
             "filter_until": self.until,
             "filter_roles": list(self.roles),
             "filter_author": self.author,
+            "filter_as_of": self.as_of,
         }

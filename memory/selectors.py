@@ -15,7 +15,7 @@ import json
 import time
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -307,11 +307,13 @@ def message_filters(
     reference_time: str | None = None,
     roles: list[str] | None = None,
     author: str | None = None,
+    as_of: str | None = None,
 ) -> MessageFilters:
     """A search's filters from the request: `since` (the start of its span), `until` (the end of its
     span, exclusive) and `when` (its whole span) are ISO-8601 or time expressions resolved against
-    `reference_time` (default now; memory.when); several narrow each other. 400 for a time that does
-    not parse, an empty window or a role outside MEMORY_ROLES."""
+    `reference_time` (default now; memory.when); several narrow each other. `as_of` is an instant, or
+    an expression's last instant ("May 2023": the end of May). 400 for a time that does not parse, an
+    empty window or a role outside MEMORY_ROLES."""
     reference = datetime.now(UTC)
     if reference_time is not None:
         reference = datetime.fromisoformat(normalise_timestamp(reference_time).replace("Z", "+00:00"))
@@ -338,7 +340,17 @@ def message_filters(
             f"roles {unknown} are not roles this platform stores ({', '.join(settings.MEMORY_ROLES)})",
             details={"field": "roles", "allowed": list(settings.MEMORY_ROLES)},
         )
-    return MessageFilters(since=_stamp(first), until=_stamp(last), roles=tuple(roles or ()), author=author)
+    moment = None
+    if as_of is not None:
+        start, end = when_resolve(as_of, reference=reference, field="as_of")
+        moment = start if start == end else end - timedelta(microseconds=1)
+    return MessageFilters(
+        since=_stamp(first),
+        until=_stamp(last),
+        roles=tuple(roles or ()),
+        author=author,
+        as_of=_stamp(moment),
+    )
 
 
 def _stamp(moment: datetime | None) -> str | None:
@@ -475,9 +487,6 @@ def _profile_item(facts: list[MemoryItem], preferences: list[MemoryItem], scope:
     )
 
 
-_CURRENT = "AND n.valid_until IS NULL"
-
-
 def memories_search(
     *,
     project_id: str,
@@ -496,7 +505,8 @@ def memories_search(
     Hits below the mode's relevance floor are not returned: MEMORY_MIN_SCORE_VECTOR for vector scores,
     MEMORY_MIN_SCORE_FULLTEXT for Lucene scores, both sides before hybrid fuses them. `min_score`
     replaces the floor of the asked mode (for hybrid, of its vector side). `filters` (time, role,
-    author) apply to messages; summaries, facts and preferences are not filtered by them."""
+    author, as_of) apply to messages; facts and preferences follow only `as_of` (those valid then, else
+    the current ones); summaries are not filtered."""
     scope.require()
     started = time.perf_counter()
     if not query.strip():
@@ -543,8 +553,12 @@ def memories_search(
         items += _level_items(project_id, (walked + others)[:top_k])
     if depth == "facts":
         owner = _owner_scope(scope)
-        facts = _level_items(project_id, search.level("Fact", mode, owner, top_k, _CURRENT))
-        preferences = _level_items(project_id, search.level("Preference", mode, owner, top_k, _CURRENT))
+        valid = search.filters.valid_where("n")
+        as_of = search.filters.as_of
+        facts = _level_items(project_id, search.level("Fact", mode, owner, top_k, valid, filter_as_of=as_of))
+        preferences = _level_items(
+            project_id, search.level("Preference", mode, owner, top_k, valid, filter_as_of=as_of)
+        )
         items += facts + preferences
         profile = _profile_item(facts, preferences, owner)
         if profile is not None:

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from core.models import Job
+from memory.tasks import memory_process
 from tests.conftest import make_tenant
-from tests.memory.helpers import msearch, store
+from tests.memory.helpers import msearch, store, user
 
 pytestmark = pytest.mark.django_db
 
@@ -90,6 +92,7 @@ def test_results_carry_their_time() -> None:
         ({"roles": []}, "roles"),
         ({"reference_time": "not a time", "when": "last year"}, "timestamp"),
         ({"author": "x" * 257}, "author"),
+        ({"as_of": "whenever"}, "as_of"),
     ],
 )
 def test_bad_filters_answer_400_naming_the_field(filters: dict[str, Any], field: str) -> None:
@@ -98,3 +101,51 @@ def test_bad_filters_answer_400_naming_the_field(filters: dict[str, Any], field:
     response = msearch(client, pid, "harbour", {"user_id": "ana"}, **filters)
     assert response.status_code == 400, response.content
     assert field in response.content.decode()
+
+
+def _processed(body: dict[str, Any]) -> None:
+    memory_process.apply(args=(body["job_id"],))  # in this process, as the worker runs it
+    assert Job.objects.get(pk=body["job_id"]).status == "succeeded"
+
+
+def test_as_of_answers_with_memory_as_it_stood_then() -> None:
+    """Validity windows: a newer contradicting statement closes the older one's window; `as_of`
+    returns the facts and preferences valid then and only the messages said by then; without it, the
+    current ones."""
+    tenant = make_tenant("mem-as-of")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    porto = store(
+        client, pid, [user("I live in Porto.", timestamp="2023-01-10T10:00:00Z")], user_id="u"
+    ).json()
+    _processed(porto)
+    berlin = store(
+        client,
+        pid,
+        [user("I live in Berlin now.", timestamp="2024-03-01T10:00:00Z")],
+        user_id="u",
+        thread_id="t2",
+    ).json()
+    _processed(berlin)
+    store(client, pid, [user("I live in Porto.", timestamp="2023-01-10T10:00:00Z")], user_id="other")
+
+    def facts_and_messages(**filters: Any) -> tuple[list[str], list[str]]:
+        response = msearch(
+            client, pid, "where do I live", {"user_id": "u"}, depth="facts", min_score=0, **filters
+        )
+        assert response.status_code == 200, response.content
+        items = response.json()["items"]
+        facts = [i["metadata"]["object"] for i in items if i["level"] == "fact"]
+        messages = sorted(i["id"] for i in items if i["level"] == "message")
+        return facts, messages
+
+    porto_id, berlin_id = porto["stored"][0]["id"], berlin["stored"][0]["id"]
+    assert facts_and_messages() == (["Berlin"], sorted([berlin_id, porto_id]))
+    assert facts_and_messages(as_of="2023-06-01T00:00:00Z") == (["Porto"], [porto_id])
+    assert facts_and_messages(as_of="2023") == (["Porto"], [porto_id])  # the end of 2023
+    assert facts_and_messages(as_of="March 2024") == (["Berlin"], sorted([berlin_id, porto_id]))
+    assert facts_and_messages(as_of="2022-12-31") == ([], [])  # nothing was said yet
+    # relative to the reference time: a year before 2024-06-01 is 2023
+    assert facts_and_messages(as_of="last year", reference_time="2024-06-01T00:00:00Z") == (
+        ["Porto"],
+        [porto_id],
+    )
