@@ -20,7 +20,7 @@ from core.errors import InvalidInput
 from memory import chat, conversations, selectors, services
 from memory.chat import ANSWER_MODES
 from memory.chat import SEARCH_MODES as CHAT_SEARCH_MODES
-from memory.dto import DEPTHS, SEARCH_MODES, MessageInput
+from memory.dto import DEPTHS, SEARCH_MODES, MessageFilters, MessageInput
 from memory.scope import MAX_SCOPE_VALUE_CHARS, SCOPE_KEYS, Scope, validate_value
 
 
@@ -245,13 +245,10 @@ class MinScoreField(serializers.FloatField):
         )
 
 
-class MemorySearchInputSerializer(StrictSerializer):
-    query = QueryTextField(max_setting="MEMORY_MAX_QUERY_CHARS", allow_blank=True, default="")
-    scope = ScopeField()
-    top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
-    mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True)
-    depth = serializers.ChoiceField(choices=DEPTHS, default="messages")
-    min_score = MinScoreField()
+class MessageFilterFields(StrictSerializer):
+    """The message filters of a memory search (docs/api.md, "Time, role and author filters"), shared
+    by every endpoint that searches memory."""
+
     since = serializers.CharField(
         required=False, max_length=100, help_text="messages from this time on: ISO-8601 or an expression"
     )
@@ -277,14 +274,10 @@ class MemorySearchInputSerializer(StrictSerializer):
         "(ISO-8601 or an expression; an expression's span ends it)",
     )
 
-
-class MemorySearchApi(ProjectApi):
-    required_scope = "read"
-
-    @extend_schema(request=MemorySearchInputSerializer, responses={200: dict})
-    def post(self, request: Request, project_id: str) -> Response:
-        data, scope = _scoped(MemorySearchInputSerializer, request.data)
-        filters = selectors.message_filters(
+    def filters(self) -> MessageFilters:
+        """The validated fields as a search's filters (400 for a time or role it cannot use)."""
+        data = self.validated_data
+        return selectors.message_filters(
             since=data.get("since"),
             until=data.get("until"),
             when=data.get("when"),
@@ -293,6 +286,26 @@ class MemorySearchApi(ProjectApi):
             author=data.get("author"),
             as_of=data.get("as_of"),
         )
+
+
+class MemorySearchInputSerializer(MessageFilterFields):
+    query = QueryTextField(max_setting="MEMORY_MAX_QUERY_CHARS", allow_blank=True, default="")
+    scope = ScopeField()
+    top_k = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    mode = serializers.ChoiceField(choices=SEARCH_MODES, required=False, allow_null=True)
+    depth = serializers.ChoiceField(choices=DEPTHS, default="messages")
+    min_score = MinScoreField()
+
+
+class MemorySearchApi(ProjectApi):
+    required_scope = "read"
+
+    @extend_schema(request=MemorySearchInputSerializer, responses={200: dict})
+    def post(self, request: Request, project_id: str) -> Response:
+        params = MemorySearchInputSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = dict(params.validated_data)
+        scope, filters = _scope(_valid(ScopeSerializer, data["scope"])), params.filters()
         result = selectors.memories_search(
             project_id=project_id,
             scope=scope,

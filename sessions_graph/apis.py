@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from core.api.base import ProjectApi, StrictSerializer
 from core.errors import InvalidInput, NotFound
-from memory.apis import MinScoreField
+from memory.apis import MessageFilterFields, MinScoreField
 from memory.services import normalise_timestamp
 from sessions_graph import ids, memory, selectors, services
 
@@ -539,7 +539,7 @@ class MemoryAddSerializer(StrictSerializer):
         return attrs
 
 
-class MemorySearchSerializer(StrictSerializer):
+class MemorySearchSerializer(MessageFilterFields):
     # trimmed after the length check, so blanks around a short query count toward the limit
     query = serializers.CharField(max_length=10_000, trim_whitespace=False)
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=5)  # seed 004: similarity_top_k 5
@@ -619,6 +619,7 @@ class SessionMemorySearchApi(SessionsApi):
             top_k=data["top_k"],
             mode=data.get("mode"),
             min_score=data.get("min_score"),
+            filters=params.filters(),
         )
         return Response({"memories": found})
 

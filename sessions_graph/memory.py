@@ -17,7 +17,7 @@ from core import graph
 from core.errors import InvalidInput, NotFound
 from memory import selectors as memory_selectors
 from memory import services as memory_services
-from memory.dto import MessageInput
+from memory.dto import MessageFilters, MessageInput
 from memory.scope import Scope
 from sessions_graph import cypher
 from sessions_graph.services import event_text
@@ -146,8 +146,10 @@ def memory_search(
     top_k: int,
     mode: str | None,
     min_score: float | None = None,
+    filters: MessageFilters | None = None,
 ) -> list[dict[str, Any]]:
-    """The user's memories in this app (every session) closest to `query`."""
+    """The user's memories in this app (every session) closest to `query`, narrowed by `filters`
+    (time, author, as_of: memory.selectors.message_filters)."""
     found = memory_selectors.memories_search(
         project_id=project_id,
         scope=Scope(application_id=app_name, user_id=user_id),
@@ -156,6 +158,7 @@ def memory_search(
         mode=mode,
         depth="messages",
         min_score=min_score,
+        filters=filters,
     )
     return [
         {

@@ -10,7 +10,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.runners import Runner
 from google.adk.tools.preload_memory_tool import PreloadMemoryTool
 from google.genai import types
-from knowledge_platform_client import AsyncPlatformClient, NotFoundError, PlatformSettings
+from knowledge_platform_client import AsyncPlatformClient, BadRequestError, NotFoundError, PlatformSettings
 
 from tests.clients.conftest import Platform
 from tests.clients.openai_model import OpenAIChatModel
@@ -105,6 +105,46 @@ async def test_events_and_explicit_memories_then_delete(
         erased = await memory.forget(app_name="travel", user_id="ana")
         assert erased["memories"] == 1
         assert (await memory.search_memory(app_name="travel", user_id="ana", query="flyer")).memories == []
+
+
+async def test_memory_search_narrows_by_time(platform_web: Platform, client_tenant: Tenant) -> None:
+    """Beyond ADK's arguments, `search_memory` takes the platform's time filters: `when`, `since`,
+    `until` and `as_of`, expressions counted from `reference_time`; a time it cannot read is a 400."""
+    async with PlatformMemoryService(
+        settings=platform_web.settings(client_tenant), mode="fulltext"
+    ) as memory:
+        await memory.add_memory(
+            app_name="travel",
+            user_id="tomas",
+            memories=[
+                MemoryEntry(
+                    content=types.Content(parts=[types.Part(text="Tomas booked the Lisbon ferry.")]),
+                    author="user",
+                    timestamp="2023-05-08T10:00:00Z",
+                ),
+                MemoryEntry(
+                    content=types.Content(parts=[types.Part(text="Tomas cancelled the Lisbon ferry.")]),
+                    author="user",
+                    timestamp="2024-02-01T10:00:00Z",
+                ),
+            ],
+        )
+
+        async def texts(**filters: str) -> list[str]:
+            found = await memory.search_memory(
+                app_name="travel", user_id="tomas", query="Lisbon ferry", **filters
+            )
+            return sorted(_texts(found))
+
+        assert await texts() == ["Tomas booked the Lisbon ferry.", "Tomas cancelled the Lisbon ferry."]
+        assert await texts(when="May 2023") == ["Tomas booked the Lisbon ferry."]
+        assert await texts(since="2024-01-01") == ["Tomas cancelled the Lisbon ferry."]
+        assert await texts(until="2024-01-01") == ["Tomas booked the Lisbon ferry."]
+        assert await texts(as_of="last year", reference_time="2024-06-01T00:00:00Z") == [
+            "Tomas booked the Lisbon ferry."
+        ]
+        with pytest.raises(BadRequestError):
+            await texts(when="whenever")
 
 
 async def test_another_project_cannot_reach_memory(

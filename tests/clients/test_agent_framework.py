@@ -250,6 +250,49 @@ async def test_memory_across_sessions_and_never_across_users(
     assert {m.text for m in bruno_memories} == {"Where do I live?", "echo: Where do I live?"}
 
 
+async def test_the_provider_narrows_memory_by_time(
+    platform_web: Platform, client_tenant: Tenant, fake: FakeOpenAI, chat: OpenAIChatCompletionClient
+) -> None:
+    """`memory_when`, `memory_since`, `memory_until` and `memory_as_of` narrow the memories a run gets;
+    a relative expression is resolved by the platform at each run."""
+    settings = platform_web.settings(client_tenant)
+    scope = {"application_id": "trips", "user_id": "lea"}
+    async with AsyncPlatformClient(settings) as client:
+        await MemoryClient(client).store(
+            [
+                {
+                    "role": "user",
+                    "text": "I took the night train to Vienna.",
+                    "timestamp": "2023-05-08T10:00:00Z",
+                },
+                {
+                    "role": "user",
+                    "text": "I took the night train to Prague.",
+                    "timestamp": "2024-02-01T10:00:00Z",
+                },
+            ],
+            scope,
+        )
+
+    async def recalled(**config: Any) -> str:
+        provider = _provider(settings, memory_enabled=True, knowledge_enabled=False, **scope, **config)
+        async with provider:
+            agent = _agent(chat, provider)
+            await agent.run("Which night train did I take?", session=agent.create_session())
+        return _sent(fake)
+
+    everything = await recalled(memory_mode="fulltext")
+    assert "Vienna" in everything and "Prague" in everything
+    may = await recalled(memory_mode="fulltext", memory_when="May 2023")
+    assert "Vienna" in may and "Prague" not in may
+    later = await recalled(memory_mode="fulltext", memory_since="2024-01-01")
+    assert "Prague" in later and "Vienna" not in later
+    then = await recalled(memory_mode="fulltext", memory_as_of="2023-12-31")
+    assert "Vienna" in then and "Prague" not in then
+    with pytest.raises(ValidationError):
+        ProviderConfig(memory_when="")
+
+
 async def test_every_role_the_provider_may_store_is_stored(
     platform_web: Platform, client_tenant: Tenant, fake: FakeOpenAI, chat: OpenAIChatCompletionClient
 ) -> None:
@@ -490,5 +533,6 @@ async def test_the_platform_client_searches_memory_by_time_role_and_author_and_r
         ]
         assert await texts(roles=["assistant"]) == ["The ferry to Madeira leaves at eight."]
         assert await texts(author="Ana") == ["Booked the ferry to Madeira."]
+        assert await texts(as_of="2023-05-31") == ["Booked the ferry to Madeira."]
         with pytest.raises(BadRequestError):
             await texts(when="whenever")

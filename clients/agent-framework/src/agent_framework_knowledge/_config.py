@@ -23,7 +23,9 @@ class ProviderConfig(BaseModel):
     cut to its last `max_query_chars` characters (the platform's longest query).
 
     Memory (`memory_enabled`): before a run, the scope's memories are searched (`memory_top_k`,
-    `memory_mode`, `memory_depth`); after it, the request and response messages whose role is in
+    `memory_mode`, `memory_depth`, `memory_min_score`; `memory_since`, `memory_until`, `memory_when`
+    and `memory_as_of` narrow by time, as ISO-8601 or expressions such as "last 30 days" that the
+    platform resolves at each run); after it, the request and response messages whose role is in
     `memory_roles` are stored in one call. The scope is `application_id`, `agent_id`, `user_id` and
     `thread_id`; with `scope_to_per_operation_thread_id` the thread is the Agent Framework session's
     id, and the provider stays bound to the first session it sees.
@@ -51,6 +53,11 @@ class ProviderConfig(BaseModel):
     memory_top_k: int = Field(default=5, ge=1, le=100)
     memory_mode: Literal["vector", "fulltext", "hybrid", "recency"] | None = None
     memory_depth: Literal["messages", "summaries", "facts"] = "messages"
+    memory_min_score: float | None = Field(default=None, ge=0)
+    memory_since: str | None = Field(default=None, min_length=1, max_length=100)
+    memory_until: str | None = Field(default=None, min_length=1, max_length=100)
+    memory_when: str | None = Field(default=None, min_length=1, max_length=100)
+    memory_as_of: str | None = Field(default=None, min_length=1, max_length=100)
     application_id: str | None = Field(default=None, min_length=1, max_length=256)
     agent_id: str | None = Field(default=None, min_length=1, max_length=256)
     user_id: str | None = Field(default=None, min_length=1, max_length=256)

@@ -198,6 +198,11 @@ class KnowledgeContextProvider(ContextProvider):
                 top_k=self.config.memory_top_k,
                 mode=self.config.memory_mode,
                 depth=self.config.memory_depth,
+                min_score=self.config.memory_min_score,
+                since=self.config.memory_since,
+                until=self.config.memory_until,
+                when=self.config.memory_when,
+                as_of=self.config.memory_as_of,
             )
         answers = dict(zip(calls, await asyncio.gather(*calls.values(), return_exceptions=True), strict=True))
         knowledge_blocks: list[str] = []

@@ -114,7 +114,22 @@ class PlatformMemoryService(_Connected, BaseMemoryService):
             await self.sessions.memory_add_texts(app_name, user_id, items)
 
     @override
-    async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
+    async def search_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        query: str,
+        since: str | None = None,
+        until: str | None = None,
+        when: str | None = None,
+        reference_time: str | None = None,
+        as_of: str | None = None,
+    ) -> SearchMemoryResponse:
+        """The user's memories in the app for `query`. Beyond ADK's arguments (a tool of the app may
+        pass them): `since`, `until`, `when` and `as_of` narrow by time, as ISO-8601 or expressions
+        ("May 2023", "last 30 days") counted from `reference_time` (default now); a time the platform
+        cannot read is `BadRequestError`."""
         if not query.strip():
             return SearchMemoryResponse()
         found = await self.sessions.memory_search(
@@ -124,6 +139,11 @@ class PlatformMemoryService(_Connected, BaseMemoryService):
             top_k=self.similarity_top_k,
             mode=self.mode,
             min_score=self.vector_distance_threshold if self.mode != "fulltext" else None,
+            since=since,
+            until=until,
+            when=when,
+            reference_time=reference_time,
+            as_of=as_of,
         )
         return SearchMemoryResponse(
             memories=[

@@ -118,11 +118,13 @@ class MemoryClient:
         reference_time: str | None = None,
         roles: Sequence[str] | None = None,
         author: str | None = None,
+        as_of: str | None = None,
     ) -> MemorySearchResult:
         """Memories of exactly this scope; a blank query lists the most recent ones. `since`,
         `until` and `when` take ISO-8601 or expressions such as "May 2023" or "last year", counted
         from `reference_time` (default now); `roles` and `author` narrow the messages too
-        (docs/api.md, "Time, role and author filters")."""
+        (docs/api.md, "Time, role and author filters"); `as_of` answers with memory as it stood
+        then (messages said by then, facts and preferences valid then)."""
         body: dict[str, Any] = {"query": query, "scope": clean_scope(scope), "top_k": top_k, "depth": depth}
         optional = {
             "mode": mode,
@@ -133,6 +135,7 @@ class MemoryClient:
             "reference_time": reference_time,
             "roles": list(roles) if roles is not None else None,
             "author": author,
+            "as_of": as_of,
         }
         body.update({key: value for key, value in optional.items() if value is not None})
         data = await self.client.request("POST", self.client.project_path("memories", "search"), json=body)

@@ -233,14 +233,29 @@ class SessionsClient:
         top_k: int = 5,
         mode: str | None = None,
         min_score: float | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        when: str | None = None,
+        reference_time: str | None = None,
+        author: str | None = None,
+        as_of: str | None = None,
     ) -> list[SessionMemory]:
         """The user's memories in the app closest to `query`: at most `top_k`, none scoring below
-        `min_score` (the platform's floor for the mode when None)."""
+        `min_score` (the platform's floor for the mode when None). `since`, `until`, `when` and
+        `as_of` take ISO-8601 or expressions ("May 2023", "last 30 days") counted from
+        `reference_time` (default now); `author` keeps one event author's memories."""
         body: dict[str, Any] = {"query": query, "top_k": top_k}
-        if mode:
-            body["mode"] = mode
-        if min_score is not None:
-            body["min_score"] = min_score
+        optional = {
+            "mode": mode or None,
+            "min_score": min_score,
+            "since": since,
+            "until": until,
+            "when": when,
+            "reference_time": reference_time,
+            "author": author,
+            "as_of": as_of,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
         data = await self.client.request("POST", self._user(app_name, user_id, "memory", "search"), json=body)
         return [SessionMemory.model_validate(m) for m in data["memories"]]
 
