@@ -62,7 +62,10 @@ def _queries() -> dict[str, str]:
         elif "{scope}" in value:
             var = re.search(r"\((\w+):\w+ \{\{project_id", value)
             found[name] = value.format(
-                scope=SCOPE.where(var.group(1) if var else "m"), next_scope=SCOPE.where("n"), extra=""
+                scope=SCOPE.where(var.group(1) if var else "m"),
+                next_scope=SCOPE.where("n"),
+                previous_scope=SCOPE.where("p"),
+                extra="",
             )
         else:
             found[name] = value

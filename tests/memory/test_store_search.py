@@ -360,9 +360,10 @@ def test_vector_search_of_a_large_scope_goes_through_the_index_and_matches_the_e
 @pytest.mark.parametrize("alpha", [0.9, 0.1])
 def test_hybrid_memory_search_fuses_with_the_alpha_setting(settings, alpha: float) -> None:  # type: ignore[no-untyped-def]
     """Hybrid is the min-max scaled vector and fulltext rankings weighed MEMORY_HYBRID_ALPHA and
-    1 - that (the context share off, so the fulltext side is exactly what fulltext mode returns)."""
+    1 - that (the context shares off, so the fulltext side is exactly what fulltext mode returns)."""
     settings.MEMORY_HYBRID_ALPHA = alpha
     settings.MEMORY_CONTEXT_WEIGHT = 0.0
+    settings.MEMORY_CONTEXT_WEIGHT_PREVIOUS = 0.0
     tenant = make_tenant(f"mem-fusion-{alpha}")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
     texts = [
