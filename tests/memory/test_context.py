@@ -4,12 +4,16 @@ stack (Neo4j, Redis, the local embedder)."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from knowledge_platform_client import AsyncPlatformClient, BadRequestError, MemoryClient
 
 from knowledge.pipeline.chunking import count_tokens
 from memory.tasks import memory_process
+from tests.clients.conftest import Platform, _web
 from tests.conftest import Tenant, make_tenant
 from tests.memory.helpers import msearch, store
 
@@ -237,3 +241,43 @@ def test_another_project_or_user_never_appears() -> None:
     assert {i["id"] for i in eve["items"]}.isdisjoint(ids) and len(eve["items"]) == 2
     # the other project's key on this project's URL: 404, as for a project that does not exist
     assert _context(other.client(other.read_key), pid, "levada", {"user_id": "ana"}).status_code == 404
+
+
+# --- the platform client ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def context_web(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Platform]:  # type: ignore[no-untyped-def]
+    yield from _web(tmp_path_factory, "context-web", API_THROTTLE_RATE="100000/min")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def committed_tenant(transactional_db) -> Tenant:  # type: ignore[no-untyped-def]
+    """A tenant the web process sees (committed), with a unique name."""
+    return make_tenant(f"mem-context-client {uuid.uuid4().hex[:8]}")
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_platform_client_asks_for_a_context(
+    context_web: Platform, committed_tenant: Tenant
+) -> None:
+    tenant = committed_tenant
+    scope = {"user_id": "ana", "thread_id": "trip"}
+    async with AsyncPlatformClient(context_web.settings(tenant)) as client:
+        memory = MemoryClient(client)
+        await memory.store(_messages(TRIP), scope)
+        found = await memory.context("levada Madeira", {"user_id": "ana"}, mode="fulltext", max_tokens=80)
+        assert 0 < found.tokens <= 80 and "levada" in found.context
+        assert found.items[0].reason in ("hit", "neighbour") and found.items[0].conversation_id
+        narrowed = await memory.context(
+            "levada Madeira", {"user_id": "ana"}, mode="fulltext", neighbours=0, roles=["assistant"]
+        )
+        assert [i.text for i in narrowed.items] == ["The levada trails of Madeira are best in spring."]
+        with pytest.raises(BadRequestError):
+            await memory.context("levada", {"user_id": "ana"}, max_tokens=10)
