@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from core.api.base import MAX_OFFSET, ProjectApi, QueryTextField, StrictSerializer
 from core.errors import InvalidInput
-from memory import chat, conversations, selectors, services
+from memory import chat, context, conversations, selectors, services
 from memory.chat import ANSWER_MODES
 from memory.chat import SEARCH_MODES as CHAT_SEARCH_MODES
 from memory.dto import DEPTHS, SEARCH_MODES, MessageFilters, MessageInput
@@ -297,15 +297,22 @@ class MemorySearchInputSerializer(MessageFilterFields):
     min_score = MinScoreField()
 
 
+def _searched(
+    serializer_class: type[MessageFilterFields], data: Any
+) -> tuple[dict[str, Any], Scope, MessageFilters]:
+    """A memory search's body validated by `serializer_class`, its scope and its message filters."""
+    params = serializer_class(data=data)
+    params.is_valid(raise_exception=True)
+    body = dict(params.validated_data)
+    return body, _scope(_valid(ScopeSerializer, body["scope"])), params.filters()
+
+
 class MemorySearchApi(ProjectApi):
     required_scope = "read"
 
     @extend_schema(request=MemorySearchInputSerializer, responses={200: dict})
     def post(self, request: Request, project_id: str) -> Response:
-        params = MemorySearchInputSerializer(data=request.data)
-        params.is_valid(raise_exception=True)
-        data = dict(params.validated_data)
-        scope, filters = _scope(_valid(ScopeSerializer, data["scope"])), params.filters()
+        data, scope, filters = _searched(MemorySearchInputSerializer, request.data)
         result = selectors.memories_search(
             project_id=project_id,
             scope=scope,
@@ -317,6 +324,64 @@ class MemorySearchApi(ProjectApi):
             filters=filters,
         )
         return Response(asdict(result))
+
+
+class MemoryContextInputSerializer(MemorySearchInputSerializer):
+    """The memory search's body without `depth` (a context holds every level), and the budget."""
+
+    depth = None
+    max_tokens = serializers.IntegerField(
+        min_value=context.MIN_MAX_TOKENS,
+        max_value=context.MAX_MAX_TOKENS,
+        default=context.DEFAULT_MAX_TOKENS,
+        help_text="the block's budget in tokens (tiktoken cl100k_base); never exceeded",
+    )
+    neighbours = serializers.IntegerField(
+        min_value=0,
+        max_value=context.MAX_NEIGHBOURS,
+        default=context.DEFAULT_NEIGHBOURS,
+        help_text="turns before and after each hit, of its conversation, to include",
+    )
+
+
+class ContextItemSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    level = serializers.ChoiceField(choices=("message", "summary", "fact", "preference"))
+    timestamp = serializers.CharField(allow_null=True)
+    conversation_id = serializers.CharField(allow_null=True)
+    role = serializers.CharField(allow_null=True)
+    text = serializers.CharField()
+    reason = serializers.ChoiceField(choices=("hit", "neighbour", "summary", "fact", "preference"))
+
+
+class MemoryContextOutputSerializer(serializers.Serializer):
+    context = serializers.CharField(allow_blank=True)
+    tokens = serializers.IntegerField()
+    items = ContextItemSerializer(many=True)
+    took_ms = serializers.FloatField()
+
+
+class MemoryContextApi(ProjectApi):
+    """POST /projects/{pid}/memories/context — the memories relevant to a query as one token-budgeted
+    block for an agent's prompt (memory.context)."""
+
+    required_scope = "read"
+
+    @extend_schema(request=MemoryContextInputSerializer, responses={200: MemoryContextOutputSerializer})
+    def post(self, request: Request, project_id: str) -> Response:
+        data, scope, filters = _searched(MemoryContextInputSerializer, request.data)
+        result = context.memories_context(
+            project_id=project_id,
+            scope=scope,
+            query=data["query"],
+            max_tokens=data["max_tokens"],
+            neighbours=data["neighbours"],
+            top_k=data["top_k"],
+            mode=data.get("mode"),
+            min_score=data.get("min_score"),
+            filters=filters,
+        )
+        return Response(MemoryContextOutputSerializer(result).data)
 
 
 class MemoryDetailApi(ProjectApi):

@@ -336,6 +336,30 @@ RETURN n {.id, .text, .application_id, .agent_id, .user_id, .thread_id, .convers
        labels(n) AS labels
 """
 
+# The context turns of messages (memory.context): up to $neighbours messages before and after each of
+# $ids in its conversation, nearest first by `seq` (the NEXT chain's order; a deleted message's gap is
+# skipped), among those {scope} keeps (fixed text over `n`: the scope's visible messages that pass the
+# search's filters); a failed chat reply is no context.
+MESSAGE_NEIGHBOURS = f"""
+UNWIND $ids AS wanted
+MATCH (m:Memory {{{{id: wanted}}}})
+WHERE m.project_id = $project_id
+CALL (m) {{{{
+  MATCH (n:Memory {{{{conversation_id: m.conversation_id}}}})
+  WHERE n.project_id = $project_id AND n.seq < m.seq AND coalesce(n.status, 'stored') <> 'failed'
+    AND {{scope}}
+  WITH n ORDER BY n.seq DESC LIMIT $neighbours
+  RETURN n
+  UNION ALL
+  MATCH (n:Memory {{{{conversation_id: m.conversation_id}}}})
+  WHERE n.project_id = $project_id AND n.seq > m.seq AND coalesce(n.status, 'stored') <> 'failed'
+    AND {{scope}}
+  WITH n ORDER BY n.seq LIMIT $neighbours
+  RETURN n
+}}}}
+RETURN m.id AS hit_id, m.seq AS hit_seq, n {{{{{_MEMORY_FIELDS}}}}} AS memory
+"""
+
 # --- list / get / delete ---------------------------------------------------------------------------
 
 LIST = """

@@ -110,3 +110,25 @@ class MessageFilters:
             "filter_author": self.author,
             "filter_as_of": self.as_of,
         }
+
+
+@dataclass
+class ContextItem:
+    """One memory written into a context block; `reason` says why it is there: a search `hit`, a
+    `neighbour` turn of a hit, a `summary` of a hit's conversation, a current `fact` or `preference`."""
+
+    id: str
+    level: str
+    timestamp: str | None
+    conversation_id: str | None
+    role: str | None
+    text: str
+    reason: str
+
+
+@dataclass
+class MemoryContext:
+    context: str
+    tokens: int
+    items: list[ContextItem]
+    took_ms: float

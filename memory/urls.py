@@ -9,6 +9,7 @@ from memory.apis import (
     ConversationReferencesApi,
     DocumentConversationsApi,
     MemoryConsolidateApi,
+    MemoryContextApi,
     MemoryDetailApi,
     MemoryForgetApi,
     MemorySearchApi,
@@ -36,6 +37,7 @@ urlpatterns = [
     ),
     path("projects/<str:project_id>/memories", MemoryStoreApi.as_view(), name="memory-store"),
     path("projects/<str:project_id>/memories/search", MemorySearchApi.as_view(), name="memory-search"),
+    path("projects/<str:project_id>/memories/context", MemoryContextApi.as_view(), name="memory-context"),
     path("projects/<str:project_id>/memories:forget", MemoryForgetApi.as_view(), name="memory-forget"),
     path(
         "projects/<str:project_id>/memories:summarize", MemorySummarizeApi.as_view(), name="memory-summarize"

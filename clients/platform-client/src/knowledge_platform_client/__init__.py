@@ -23,7 +23,9 @@ from knowledge_platform_client.knowledge import (
     SearchResult,
 )
 from knowledge_platform_client.memory import (
+    ContextItem,
     MemoryClient,
+    MemoryContext,
     MemoryHit,
     MemoryMessage,
     MemorySearchResult,
@@ -49,11 +51,13 @@ __all__ = [
     "Citation",
     "ConfigurationError",
     "ConflictError",
+    "ContextItem",
     "ConversationsClient",
     "DriftResult",
     "KeyFact",
     "KnowledgeClient",
     "MemoryClient",
+    "MemoryContext",
     "MemoryHit",
     "MemoryMessage",
     "MemorySearchResult",

@@ -68,6 +68,29 @@ class MemorySearchResult(ApiModel):
     took_ms: float
 
 
+class ContextItem(ApiModel):
+    """A memory written into a context block; `reason`: `hit`, `neighbour`, `summary`, `fact` or
+    `preference`."""
+
+    id: str
+    level: str
+    text: str
+    reason: str
+    timestamp: str | None = None
+    conversation_id: str | None = None
+    role: str | None = None
+
+
+class MemoryContext(ApiModel):
+    """One block of text for a prompt (`context`, `tokens` long by tiktoken's cl100k_base) and the
+    memories it holds, in the order written."""
+
+    context: str
+    tokens: int
+    items: list[ContextItem]
+    took_ms: float
+
+
 def clean_scope(scope: Mapping[str, str | None]) -> dict[str, str]:
     """The given scope keys with a value; the platform refuses set operations without one."""
     unknown = set(scope) - set(SCOPE_KEYS)
@@ -140,6 +163,50 @@ class MemoryClient:
         body.update({key: value for key, value in optional.items() if value is not None})
         data = await self.client.request("POST", self.client.project_path("memories", "search"), json=body)
         return MemorySearchResult.model_validate(data)
+
+    async def context(
+        self,
+        query: str,
+        scope: Mapping[str, str | None],
+        *,
+        max_tokens: int = 1000,
+        neighbours: int = 1,
+        top_k: int = 10,
+        mode: MemoryMode | None = None,
+        min_score: float | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        when: str | None = None,
+        reference_time: str | None = None,
+        roles: Sequence[str] | None = None,
+        author: str | None = None,
+        as_of: str | None = None,
+    ) -> MemoryContext:
+        """The scope's memories relevant to `query` as one block of at most `max_tokens` tokens
+        (50..8,000) for an agent's prompt: the search's hits, `neighbours` turns (0..5) before and
+        after each, their conversations' summaries and the user's current facts and preferences, in
+        time order. Empty when nothing stored is relevant. The filters are `search`'s."""
+        body: dict[str, Any] = {
+            "query": query,
+            "scope": clean_scope(scope),
+            "max_tokens": max_tokens,
+            "neighbours": neighbours,
+            "top_k": top_k,
+        }
+        optional = {
+            "mode": mode,
+            "min_score": min_score,
+            "since": since,
+            "until": until,
+            "when": when,
+            "reference_time": reference_time,
+            "roles": list(roles) if roles is not None else None,
+            "author": author,
+            "as_of": as_of,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
+        data = await self.client.request("POST", self.client.project_path("memories", "context"), json=body)
+        return MemoryContext.model_validate(data)
 
     async def list(
         self, scope: Mapping[str, str | None], *, limit: int = 50, cursor: str | None = None
