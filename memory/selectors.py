@@ -487,6 +487,20 @@ def _profile_item(facts: list[MemoryItem], preferences: list[MemoryItem], scope:
     )
 
 
+def _statements(search: MessageSearch, scope: Scope, mode: str, top_k: int) -> list[MemoryItem]:
+    """The owner's facts and preferences ranked for the query (current ones, or with `as_of` those
+    valid then), and the profile item they make."""
+    owner = _owner_scope(scope)
+    valid, as_of = search.filters.valid_where("n"), search.filters.as_of
+    project_id = search.project_id
+    facts = _level_items(project_id, search.level("Fact", mode, owner, top_k, valid, filter_as_of=as_of))
+    preferences = _level_items(
+        project_id, search.level("Preference", mode, owner, top_k, valid, filter_as_of=as_of)
+    )
+    profile = _profile_item(facts, preferences, owner)
+    return facts + preferences + ([profile] if profile is not None else [])
+
+
 def memories_search(
     *,
     project_id: str,
@@ -552,17 +566,7 @@ def memories_search(
         ]
         items += _level_items(project_id, (walked + others)[:top_k])
     if depth == "facts":
-        owner = _owner_scope(scope)
-        valid = search.filters.valid_where("n")
-        as_of = search.filters.as_of
-        facts = _level_items(project_id, search.level("Fact", mode, owner, top_k, valid, filter_as_of=as_of))
-        preferences = _level_items(
-            project_id, search.level("Preference", mode, owner, top_k, valid, filter_as_of=as_of)
-        )
-        items += facts + preferences
-        profile = _profile_item(facts, preferences, owner)
-        if profile is not None:
-            items.append(profile)
+        items += _statements(search, scope, mode, top_k)
     return MemorySearchResult(
         items=items,
         mode=mode,
