@@ -169,6 +169,13 @@ class ScopeField(serializers.DictField):
 class StoreInputSerializer(StrictSerializer):
     messages = serializers.ListField(child=MessageField(), allow_empty=False)
     scope = ScopeField()
+    embed_in_worker = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="leave embedding to the processing job and answer 202 at once (default: "
+        "MEMORY_EMBED_IN_WORKER); the messages are found by vector search once it has run",
+    )
 
 
 class StoreOutputSerializer(serializers.Serializer):
@@ -176,6 +183,7 @@ class StoreOutputSerializer(serializers.Serializer):
     stored = serializers.ListField(child=serializers.DictField())
     skipped = serializers.ListField(child=serializers.DictField())
     job_id = serializers.CharField(allow_null=True)
+    embedding_pending = serializers.BooleanField()
 
 
 def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
@@ -189,7 +197,9 @@ class MemoryStoreApi(ProjectApi):
 
     required_scope = None
 
-    @extend_schema(request=StoreInputSerializer, responses={201: StoreOutputSerializer})
+    @extend_schema(
+        request=StoreInputSerializer, responses={201: StoreOutputSerializer, 202: StoreOutputSerializer}
+    )
     def post(self, request: Request, project_id: str) -> Response:
         data, scope = _scoped(StoreInputSerializer, request.data)
         raw = data["messages"]
@@ -203,9 +213,13 @@ class MemoryStoreApi(ProjectApi):
             MessageInput(**{**item, "references": tuple(item.get("references") or ())})
             for item in batch.validated_data
         ]
-        result = services.memories_store(project_id=project_id, scope=scope, messages=messages)
+        result = services.memories_store(
+            project_id=project_id, scope=scope, messages=messages, embed_in_worker=data["embed_in_worker"]
+        )
+        # 202: stored, but their embeddings are the processing job's to write
+        code = status.HTTP_202_ACCEPTED if result.embedding_pending else status.HTTP_201_CREATED
         # the dataclass itself: `asdict` deep-copies every stored entry (~9 ms for 1,000)
-        return Response(StoreOutputSerializer(result).data, status=status.HTTP_201_CREATED)
+        return Response(StoreOutputSerializer(result).data, status=code)
 
     @extend_schema(
         operation_id="memories_list",

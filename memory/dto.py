@@ -34,6 +34,8 @@ class StoreResult:
     stored: list[dict[str, Any]]
     skipped: list[dict[str, Any]]
     job_id: str | None
+    # the stored messages' embeddings are left to the processing job (MEMORY_EMBED_IN_WORKER)
+    embedding_pending: bool = False
 
 
 @dataclass

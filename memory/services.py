@@ -175,6 +175,7 @@ def memories_store(
     queue: bool = True,
     process_with: tuple[str, ...] = (),
     embed_later: bool = False,
+    embed_in_worker: bool | None = None,
 ) -> StoreResult:
     """Store a batch of messages in one transaction (one UNWIND), in order, as the next messages of
     the scope's conversation. A role outside MEMORY_ROLES is 400 (nothing stored). Facts,
@@ -184,6 +185,8 @@ def memories_store(
     `process_with`, the ids of earlier messages that its job processes too). `embed_later`: when no
     message has a supplied embedding and this call queues the job, the job embeds the messages
     instead of this call (a chat reply, which nothing searches in the turn that stores it).
+    `embed_in_worker` (default MEMORY_EMBED_IN_WORKER) does the same for any store: the call answers
+    without embedding, and the worker embeds in batches (`embedding_pending` in the result).
 
     The three steps are also called one by one (a chat turn writes its question while it searches):
     `memories_store_plan` checks and prepares (400/413/503 before anything is written),
@@ -196,7 +199,8 @@ def memories_store(
         messages=messages,
         queue=queue,
         process_with=process_with,
-        embed_later=embed_later,
+        embed_later=embed_later
+        or (settings.MEMORY_EMBED_IN_WORKER if embed_in_worker is None else embed_in_worker),
     )
     if plan.rows and plan.queues:
         return _store_and_queue(plan)
@@ -241,6 +245,7 @@ class StorePlan:
     # with the stored message (index, id, seq, role, duplicate) and its conversation's id
     duplicates: list[dict[str, Any]] = field(default_factory=list)
     duplicate_of: str | None = None
+    embedding_pending: bool = False  # the rows are written without embeddings; the job embeds them
 
 
 def memories_store_plan(
@@ -287,7 +292,8 @@ def memories_store_plan(
         }
         for p, m in keep
     ]
-    if embed and not (embed_later and queues and not supplied):
+    embedding_pending = bool(rows) and embed_later and queues and not supplied
+    if embed and not embedding_pending:
         _embed_missing(rows)
     return StorePlan(
         project_id=project_id,
@@ -301,6 +307,7 @@ def memories_store_plan(
         process_with=process_with,
         duplicates=duplicates,
         duplicate_of=duplicate_of,
+        embedding_pending=embedding_pending,
     )
 
 
@@ -415,7 +422,13 @@ def _result(plan: StorePlan, written: dict[str, Any] | None, job_id: str | None)
     ]
     stored = sorted(stored + plan.duplicates, key=lambda s: s["index"])
     conversation_id = written["conversation_id"] if written is not None else plan.duplicate_of
-    return StoreResult(conversation_id=conversation_id, stored=stored, skipped=plan.skipped, job_id=job_id)
+    return StoreResult(
+        conversation_id=conversation_id,
+        stored=stored,
+        skipped=plan.skipped,
+        job_id=job_id,
+        embedding_pending=plan.embedding_pending and written is not None,
+    )
 
 
 def _kept(messages: list[MessageInput]) -> tuple[list[tuple[int, MessageInput]], list[dict[str, Any]]]:

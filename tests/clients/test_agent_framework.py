@@ -534,5 +534,10 @@ async def test_the_platform_client_searches_memory_by_time_role_and_author_and_r
         assert await texts(roles=["assistant"]) == ["The ferry to Madeira leaves at eight."]
         assert await texts(author="Ana") == ["Booked the ferry to Madeira."]
         assert await texts(as_of="2023-05-31") == ["Booked the ferry to Madeira."]
+        later = await memory.store(
+            [{"role": "user", "text": "Ferry moved to nine."}], scope, embed_in_worker=True
+        )
+        assert later.embedding_pending and later.job_id
+        assert not first.embedding_pending
         with pytest.raises(BadRequestError):
             await texts(when="whenever")

@@ -104,3 +104,30 @@ def test_consolidate_all_task_consolidates_every_project() -> None:
         {"t": "A fresh note."}
     ]
     graph.write("MATCH (n {project_id: $p}) DETACH DELETE n", p=pid)
+
+
+def test_stores_left_to_the_worker_are_all_embedded() -> None:
+    """Five stores answered 202 at once; the worker's jobs embed every message (nothing lost)."""
+    tenant = make_tenant("mem-embed-many")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    jobs = []
+    for batch in range(5):
+        response = client.post(
+            f"/api/v1/projects/{pid}/memories",
+            {
+                "messages": [
+                    user(f"Batch {batch}, message {i}: the ferry leaves at {i}.") for i in range(40)
+                ],
+                "scope": {"user_id": "many", "thread_id": f"t{batch}"},
+                "embed_in_worker": True,
+            },
+            format="json",
+        )
+        assert response.status_code == 202, response.content
+        jobs.append(response.json()["job_id"])
+    assert all(wait_job(job_id).status == "succeeded" for job_id in jobs)
+    rows = graph.read(
+        "MATCH (m:Memory {project_id: $p}) RETURN count(m) AS n, count(m.embedding) AS embedded", p=pid
+    )
+    assert rows == [{"n": 200, "embedded": 200}]
+    graph.write("MATCH (n {project_id: $p}) DETACH DELETE n", p=pid)

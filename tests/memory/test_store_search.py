@@ -684,3 +684,52 @@ def test_a_query_about_nothing_stored_returns_nothing_unless_a_message_holds_all
     assert found("Where is the quark?", "hybrid") == 0  # "where", "is", "the": no content word of it held
     assert found("4711", "hybrid") >= 1  # a number alone embeds far from anything; the word is there
     assert found("train the quark", "fulltext") == 1  # lexical: any message holding a query word
+
+
+def _store_body(client: Any, pid: str, messages: list[dict[str, Any]], **extra: Any) -> Any:
+    return client.post(
+        f"/api/v1/projects/{pid}/memories",
+        {"messages": messages, "scope": {"user_id": "u1"}, **extra},
+        format="json",
+    )
+
+
+def test_a_store_can_leave_embedding_to_the_worker(settings) -> None:  # type: ignore[no-untyped-def]
+    """`embed_in_worker` (or MEMORY_EMBED_IN_WORKER): the store answers 202 with `embedding_pending`
+    and embeds nothing; fulltext finds the message at once, vector search once the processing job has
+    embedded its line. Supplied embeddings, or no processing job, keep the 201 path."""
+    from memory.tasks import memory_process
+
+    tenant = make_tenant("mem-embed-worker")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    response = _store_body(
+        client, pid, [user("The lighthouse keeper feeds seven cats.")], embed_in_worker=True
+    )
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["embedding_pending"] is True and body["job_id"]
+    memory_id = body["stored"][0]["id"]
+    rows = graph.read("MATCH (m:Memory {id: $id}) RETURN m.embedding IS NULL AS pending", id=memory_id)
+    assert rows == [{"pending": True}]
+
+    def found(mode: str) -> list[str]:
+        items = msearch(client, pid, "lighthouse keeper cats", {"user_id": "u1"}, mode=mode, min_score=0)
+        return [i["id"] for i in items.json()["items"]]
+
+    assert found("fulltext") == [memory_id]
+    assert found("vector") == []
+    memory_process.apply(args=(body["job_id"],))  # the job the store queued, as the worker runs it
+    assert found("vector") == [memory_id]
+
+    # the setting is the default of a request that does not say
+    settings.MEMORY_EMBED_IN_WORKER = True
+    deferred = _store_body(client, pid, [user("A second keeper feeds the dogs.")])
+    assert deferred.status_code == 202 and deferred.json()["embedding_pending"] is True
+    now = _store_body(client, pid, [user("A third keeper feeds nobody.")], embed_in_worker=False)
+    assert now.status_code == 201 and now.json()["embedding_pending"] is False
+    supplied = [user("Supplied vector.", embedding=[0.1] * 384)]
+    assert _store_body(client, pid, supplied).status_code == 201
+    settings.MEMORY_PROCESS_ON_STORE = False  # no job to embed them: the request embeds
+    unqueued = _store_body(client, pid, [user("A fourth keeper.")])
+    assert unqueued.status_code == 201 and unqueued.json()["embedding_pending"] is False
+    assert _store_body(client, pid, [user("x")], embed_in_worker="maybe").status_code == 400

@@ -44,6 +44,8 @@ class StoreResult(ApiModel):
     stored: list[StoredMemory]
     skipped: list[SkippedMessage] = Field(default_factory=list)
     job_id: str | None = None
+    # the messages' embeddings are the processing job's to write (`embed_in_worker`)
+    embedding_pending: bool = False
 
 
 class MemoryHit(ApiModel):
@@ -109,12 +111,18 @@ class MemoryClient:
         self.client = client
 
     async def store(
-        self, messages: Sequence[MemoryMessage | Mapping[str, Any]], scope: Mapping[str, str | None]
+        self,
+        messages: Sequence[MemoryMessage | Mapping[str, Any]],
+        scope: Mapping[str, str | None],
+        *,
+        embed_in_worker: bool | None = None,
     ) -> StoreResult:
         """Store the messages in one request, in order, as the next turns of the scope's conversation.
         A role the platform does not keep (its `MEMORY_ROLES`) raises `BadRequestError` and stores
-        nothing; messages with blank text come back in `skipped`."""
-        body = {
+        nothing; messages with blank text come back in `skipped`. `embed_in_worker` leaves their
+        embedding to the platform's worker (the platform's MEMORY_EMBED_IN_WORKER when None): the
+        call returns at once with `embedding_pending`."""
+        body: dict[str, Any] = {
             "messages": [
                 (m if isinstance(m, MemoryMessage) else MemoryMessage.model_validate(m)).model_dump(
                     exclude_none=True
@@ -123,6 +131,8 @@ class MemoryClient:
             ],
             "scope": clean_scope(scope),
         }
+        if embed_in_worker is not None:
+            body["embed_in_worker"] = embed_in_worker
         data = await self.client.request("POST", self.client.project_path("memories"), json=body)
         return StoreResult.model_validate(data)
 
