@@ -1,0 +1,139 @@
+"""Storing a long-conversation corpus through the API with server-side embeddings (issue 34, item 4).
+
+10,000 turns of locomo-dev (its five conversations again under new users until 10,000), one request
+per session, the speaker as `author_name` and the session's date as the time, the local embedder, the
+default processing job per store. Two ways, each into its own project of one platform:
+- embedding in the request (the default): the store answers 201 once the lines are embedded;
+- `embed_in_worker`: the store answers 202 at once and the worker's processing job embeds the lines.
+For each: how fast the API answered every store, and how fast everything was done (every processing
+job succeeded: embeddings, facts, preferences, mentions, summaries). The floor is the local embedder
+embedding the same 10,000 lines alone, in this process, with nothing else running.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.baselines import encoder
+from bench.conversations import _Client
+from bench.locomo import _turn_text, conversations
+from bench.memory import _platform
+from bench.rows import row
+from memory import text as message_text
+
+TURNS = 10_000
+TARGET = 300.0  # messages/s, issue 34: "finish embedding at >= 300 messages/s on this machine"
+
+
+def _requests() -> list[tuple[dict[str, str], list[dict[str, Any]]]]:
+    """(scope, messages) per session, over the conversations again and again until TURNS turns."""
+    convs = conversations()
+    out: list[tuple[dict[str, str], list[dict[str, Any]]]] = []
+    left, copy = TURNS, 0
+    while left > 0:
+        for conv in convs:
+            for key, stamp, turns in conv["sessions"]:
+                taken = turns[:left]
+                if not taken:
+                    return out
+                messages = [
+                    {
+                        "role": "user" if t["speaker"] == conv["speaker_a"] else "assistant",
+                        "text": _turn_text(t),
+                        "author_name": t["speaker"],
+                        "timestamp": stamp,
+                        "message_id": t["dia_id"],
+                    }
+                    for t in taken
+                ]
+                out.append(({"user_id": f"{conv['id']}-{copy}", "thread_id": key}, messages))
+                left -= len(taken)
+        copy += 1
+    return out
+
+
+def _store_all(client: _Client, requests: list[Any], *, in_worker: bool) -> dict[str, float]:
+    started = time.perf_counter()
+    jobs = []
+    for scope, messages in requests:
+        body = {"messages": messages, "scope": scope, "embed_in_worker": in_worker}
+        stored = client.call("POST", "memories", body)
+        assert stored["embedding_pending"] is in_worker, stored
+        jobs.append(stored["job_id"])
+    answered = time.perf_counter() - started
+    for job_id in jobs:
+        client.wait(job_id, poll=0.2)
+    done = time.perf_counter() - started
+    return {
+        "api_msg_s": round(TURNS / answered, 1),
+        "done_msg_s": round(TURNS / done, 1),
+        "answered_s": round(answered, 1),
+        "done_s": round(done, 1),
+    }
+
+
+def _embedding_alone(requests: list[Any]) -> float:
+    lines = [
+        message_text.line(
+            text=m["text"], role=m["role"], author_name=m["author_name"], timestamp=m["timestamp"]
+        )
+        for _scope, messages in requests
+        for m in messages
+    ]
+    model = encoder()
+    model.encode(lines[:64], batch_size=64, show_progress_bar=False)  # loaded and warm
+    started = time.perf_counter()
+    model.encode(lines, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+    return round(len(lines) / (time.perf_counter() - started), 1)
+
+
+def run() -> dict[str, Any]:
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="kp-bench-ingest-"))
+    requests = _requests()
+    figures: dict[str, Any] = {"turns": sum(len(m) for _s, m in requests), "requests": len(requests)}
+    try:
+        with _platform(tmp, "ingest") as (platform, admin):
+            for name, in_worker in (("in_request", False), ("in_worker", True)):
+                client = _Client(platform, admin)
+                figures[name] = _store_all(client, requests, in_worker=in_worker)
+                client.http.close()
+                print(f"  {name}: {figures[name]}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    figures["embedding_alone_msg_s"] = _embedding_alone(requests)
+    figures["wall_s"] = round(time.perf_counter() - started, 1)
+    print(f"  {figures}", flush=True)
+    return {"rows": _rows(figures), "figures": figures}
+
+
+def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
+    floor = ("the local embedder alone on the same 10,000 lines, in process", f["embedding_alone_msg_s"])
+    out = []
+    for name, label in (
+        ("in_worker", "embed_in_worker (202 at once)"),
+        ("in_request", "embedded in the request (201)"),
+    ):
+        got = f[name]
+        out.append(
+            row(
+                f"10,000 locomo-dev turns stored, {label}: stores answered",
+                got["api_msg_s"],
+                "msg/s",
+                context=("all answered after", f"{got['answered_s']} s"),
+            )
+        )
+        out.append(
+            row(
+                f"10,000 locomo-dev turns stored, {label}: every processing job done (embedded and derived)",
+                got["done_msg_s"],
+                "msg/s",
+                floor=floor,
+                target=(">=", TARGET) if name == "in_worker" else None,
+            )
+        )
+    return out
