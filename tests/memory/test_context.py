@@ -163,7 +163,7 @@ def test_summaries_facts_and_preferences_are_included_after_the_turns(settings) 
     assert {"hit", "summary", "fact", "preference"} <= set(by_reason)
     assert by_reason["fact"][0]["level"] == "fact" and by_reason["preference"][0]["level"] == "preference"
     text = data["context"]
-    heading = text.index("Current facts and preferences:")
+    heading = text.index("Facts and preferences:")
     assert text.index("Summary: ") < text.index("Ana (") < heading
     assert "- user boat: Maré" in text[heading:] and "- user likes: sailing" in text[heading:]
 
