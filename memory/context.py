@@ -5,8 +5,9 @@ and filters) finds the hits; around each hit its neighbouring turns of the same 
 read (`cypher.MESSAGE_NEIGHBOURS`, by `seq`, under the same scope and filters). Every memory appears
 once (a hit that is also another hit's neighbour is a hit). The budget is filled best-first — hits by
 score, then neighbours (nearest a better hit first), then the summaries of the hits' conversations,
-then the user's facts and preferences (current, or valid at `as_of`) — and what fits is written in time order: one section
-per conversation (oldest first; its turns by `seq`, each as its line `"<speaker> (<day>): <text>"`,
+then the user's facts and preferences (current, or valid at `as_of`) — and what fits is written in
+time order: one section per conversation (oldest first; its turns by `seq`, each as its line
+`"<speaker> (<day>): <text>"`,
 `…` where turns were left out, a summary before the turns it covers), then the facts and
 preferences.
 
