@@ -196,9 +196,16 @@ class MemoryStoreApi(ProjectApi):
         services.memories_batch_check(count=len(raw))  # 413 before validating each message
         batch = MessageSerializer(data=raw, many=True)  # one field set for the whole batch
         if not batch.is_valid():
-            errors = batch.errors if isinstance(batch.errors, list) else [batch.errors]
-            first = next((i for i, e in enumerate(errors) if e), 0)
-            raise serializers.ValidationError({f"messages[{first}]": errors[first]})
+            # DRF gives a list with an entry per message, or (LIST_SERIALIZER_ERRORS_AS_DICT, DRF 3.18's
+            # default) a dict of the failing messages' positions: the first failing message is named
+            errors = batch.errors
+            by_position = {
+                str(i): e for i, e in (enumerate(errors) if isinstance(errors, list) else errors.items())
+            }
+            failing = sorted(int(i) for i, e in by_position.items() if e and i.isdigit())
+            if not failing:
+                raise serializers.ValidationError({"messages": errors})
+            raise serializers.ValidationError({f"messages[{failing[0]}]": by_position[str(failing[0])]})
         messages = [
             MessageInput(**{**item, "references": tuple(item.get("references") or ())})
             for item in batch.validated_data
