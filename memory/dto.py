@@ -8,6 +8,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memory import cypher
+from memory import metadata as message_metadata
+
 SEARCH_MODES = ("vector", "fulltext", "hybrid", "recency")
 DEPTHS = ("messages", "summaries", "facts")
 LEVELS = ("message", "summary", "fact", "preference", "profile")
@@ -26,6 +29,8 @@ class MessageInput:
     # document ids, chunk ids or source paths of the project (seed 003: (:Memory)-[:REFERENCES]->)
     references: tuple[str, ...] = ()
     status: str | None = None  # "failed": a chat reply the LLM could not give (kept with the turn)
+    # the caller's free metadata, checked (memory.metadata.metadata_check)
+    metadata: dict[str, message_metadata.Value] | None = None
 
 
 @dataclass
@@ -47,6 +52,8 @@ class MemoryItem:
     role: str | None = None
     conversation_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # a message's own metadata as its caller stored it (`metadata` holds the platform's); {} otherwise
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,12 +75,14 @@ class ForgetResult:
 @dataclass(frozen=True)
 class MessageFilters:
     """Conditions on the messages a search returns: their time in [since, until) (normalised ISO text,
-    as stored), their role, their author's name (exact)."""
+    as stored), their role, their author's name (exact), their metadata (each key's value equals the
+    given one or, for a list, holds it; keys checked by memory.metadata.filter_check)."""
 
     since: str | None = None
     until: str | None = None
     roles: tuple[str, ...] = ()
     author: str | None = None
+    metadata: tuple[tuple[str, message_metadata.Scalar], ...] = ()
 
     def where(self, var: str) -> str:
         """` AND …` over `var` (fixed text; values are `params()`), "" without conditions."""
@@ -86,6 +95,8 @@ class MessageFilters:
             parts.append(f"{var}.role IN $filter_roles")
         if self.author is not None:
             parts.append(f"{var}.author_name = $filter_author")
+        if self.metadata:
+            parts.append(cypher.METADATA_FILTER.format(var=var))
         return "".join(f" AND {p}" for p in parts)
 
     def params(self) -> dict[str, Any]:
@@ -94,4 +105,5 @@ class MessageFilters:
             "filter_until": self.until,
             "filter_roles": list(self.roles),
             "filter_author": self.author,
+            "filter_metadata": message_metadata.filter_params(self.metadata),
         }
