@@ -9,7 +9,7 @@ the spread of the runs; bench/results/README.md is the combined table.
     python bench/run.py --only memory   # agent memory: store, search among 200,000 memories, forget
     python bench/run.py --only drift    # DRIFT with a 300 ms LLM; extractive answer recall
     python bench/run.py --only locomo   # LoCoMo evidence recall of every memory mode, baselines beside
-    python bench/run.py --only memory_ingest   # 10,000 LoCoMo turns stored, embedded in the request or the worker
+    python bench/run.py --only memory_ingest   # 10,000 LoCoMo turns stored, embedded in request or worker
     python bench/run.py --only sessions # ADK sessions through the adapter vs ADK's DatabaseSessionService
     python bench/run.py --only agent_framework  # MAF context provider overhead vs bare httpx
     python bench/run.py --only curation # erasure of a heavy user, retention over 1M messages, admin pages

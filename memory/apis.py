@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from core.api.base import MAX_OFFSET, ProjectApi, QueryTextField, StrictSerializer
 from core.errors import InvalidInput
 from memory import chat, context, conversations, selectors, services
+from memory import metadata as message_metadata
 from memory.chat import ANSWER_MODES
 from memory.chat import SEARCH_MODES as CHAT_SEARCH_MODES
 from memory.dto import DEPTHS, SEARCH_MODES, MessageFilters, MessageInput
@@ -142,6 +143,68 @@ class TimestampField(serializers.CharField):
     """An ISO-8601 time (checked and converted to UTC by the service)."""
 
 
+_METADATA_VALUE = {
+    "oneOf": [
+        {"type": "string", "maxLength": message_metadata.MAX_STRING_CHARS},
+        {"type": "number"},
+        {"type": "boolean"},
+    ]
+}
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "maxProperties": message_metadata.MAX_KEYS,
+        "additionalProperties": {
+            "oneOf": [
+                *_METADATA_VALUE["oneOf"],
+                {
+                    "type": "array",
+                    "maxItems": message_metadata.MAX_LIST_ITEMS,
+                    "items": {"type": "string", "maxLength": message_metadata.MAX_STRING_CHARS},
+                },
+            ]
+        },
+        "description": f"free metadata: a flat object, keys ^{message_metadata.KEY_PATTERN.pattern}$ "
+        '(docs/api.md, "Message metadata")',
+    }
+)
+class MetadataField(serializers.Field):
+    """A message's free metadata, checked by memory.metadata.metadata_check."""
+
+    def to_internal_value(self, data: Any) -> dict[str, message_metadata.Value]:
+        try:
+            return message_metadata.metadata_check(data, field=self.field_name)
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.message) from exc
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "maxProperties": message_metadata.MAX_KEYS,
+        "additionalProperties": _METADATA_VALUE,
+        "description": "messages whose metadata has each key with this value (or, a list, holding it); "
+        f"keys ^{message_metadata.KEY_PATTERN.pattern}$",
+    }
+)
+class MetadataFilterField(serializers.Field):
+    """A search's metadata filter, checked by memory.metadata.filter_check."""
+
+    def to_internal_value(self, data: Any) -> dict[str, message_metadata.Scalar]:
+        try:
+            return dict(message_metadata.filter_check(data, field=self.field_name))
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.message) from exc
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 class MessageSerializer(StrictSerializer):
     role = serializers.CharField(max_length=32)
     # length is checked by the service, which answers 413 rather than 400 for an oversized text
@@ -154,6 +217,7 @@ class MessageSerializer(StrictSerializer):
     references = serializers.ListField(
         child=serializers.CharField(max_length=2000), required=False, default=list
     )
+    metadata = MetadataField(required=False, allow_null=True)
 
 
 @extend_schema_field(MessageSerializer)
@@ -206,9 +270,16 @@ class MemoryStoreApi(ProjectApi):
         services.memories_batch_check(count=len(raw))  # 413 before validating each message
         batch = MessageSerializer(data=raw, many=True)  # one field set for the whole batch
         if not batch.is_valid():
-            errors = batch.errors if isinstance(batch.errors, list) else [batch.errors]
-            first = next((i for i, e in enumerate(errors) if e), 0)
-            raise serializers.ValidationError({f"messages[{first}]": errors[first]})
+            # DRF gives a list with an entry per message, or (LIST_SERIALIZER_ERRORS_AS_DICT, DRF 3.18's
+            # default) a dict of the failing messages' positions: the first failing message is named
+            errors = batch.errors
+            by_position = {
+                str(i): e for i, e in (enumerate(errors) if isinstance(errors, list) else errors.items())
+            }
+            failing = sorted(int(i) for i, e in by_position.items() if e and i.isdigit())
+            if not failing:
+                raise serializers.ValidationError({"messages": errors})
+            raise serializers.ValidationError({f"messages[{failing[0]}]": by_position[str(failing[0])]})
         messages = [
             MessageInput(**{**item, "references": tuple(item.get("references") or ())})
             for item in batch.validated_data
@@ -281,6 +352,7 @@ class MessageFilterFields(StrictSerializer):
         child=serializers.CharField(max_length=64), required=False, max_length=20, allow_empty=False
     )
     author = serializers.CharField(required=False, max_length=256, help_text="the author's name, exact")
+    metadata = MetadataFilterField(required=False)
     as_of = serializers.CharField(
         required=False,
         max_length=100,
@@ -299,6 +371,7 @@ class MessageFilterFields(StrictSerializer):
             roles=data.get("roles"),
             author=data.get("author"),
             as_of=data.get("as_of"),
+            metadata=data.get("metadata"),
         )
 
 

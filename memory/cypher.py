@@ -112,6 +112,28 @@ RETURN options.indexConfig AS config
 """
 
 
+# --- caller metadata (memory.metadata) ---------------------------------------------------------------
+
+# A message's metadata key `k` is its property METADATA_PREFIX + k (no other property of a message starts
+# with it: tests/memory/test_metadata.py checks); METADATA_KEYS lists the keys in the order given.
+METADATA_PREFIX = "meta_"
+METADATA_KEYS = "metadata_keys"
+# the message `m`'s metadata as [key, value] pairs (Cypher builds no map with computed keys); no braces,
+# so it goes into templates that are `.format`ted as it is
+METADATA_PAIRS = f"[k IN coalesce(m.{METADATA_KEYS}, []) | [k, m['{METADATA_PREFIX}' + k]]]"
+# The search filter over `{var}`: each entry of $filter_metadata ({property, value}; the property a
+# checked key's) names a property whose value equals the entry's value or, for a list, holds it
+# (`[] + x` is the list x itself, or [x] for a single value). A missing property makes it false.
+METADATA_FILTER = "all(f IN $filter_metadata WHERE f.value IN ([] + {var}[f.property]))"
+
+# the metadata of these messages (what anonymising them keeps is decided from it)
+MESSAGES_METADATA = f"""
+UNWIND $ids AS wanted
+MATCH (m:Memory {{id: wanted}}) WHERE m.project_id = $project_id
+RETURN m.id AS id, {METADATA_PAIRS} AS pairs
+"""
+
+
 # --- store -----------------------------------------------------------------------------------------
 
 # One conversation per scope. Setting `_lock` first makes concurrent stores to one conversation
@@ -133,7 +155,8 @@ CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row
                   search_text: row.search_text, application_id: $application_id, agent_id: $agent_id, user_id: $user_id,
                   thread_id: $thread_id, scope_tokens: $scope_tokens, conversation_id: c.id,
                   seq: base + i + 1, token_count: row.token_count, processed: false,
-                  accessibility: c.accessibility, status: row.status})
+                  accessibility: c.accessibility, status: row.status, metadata_keys: row.metadata_keys})
+SET m += row.metadata
 {embedding}CREATE (m)-[:PART_OF]->(c)
 {references}WITH c, base, previous, collect(m) AS ms
 CALL (previous, ms) {
@@ -292,7 +315,7 @@ MEMORIES_HYDRATE = f"""
 UNWIND $ids AS wanted
 MATCH (m:Memory {{id: wanted}})
 WHERE m.project_id = $project_id
-RETURN m {{{_MEMORY_FIELDS}}} AS memory
+RETURN m {{{_MEMORY_FIELDS}, metadata_pairs: {METADATA_PAIRS}}} AS memory
 """
 
 # Summaries, facts and preferences of a scope, scored exactly against the query vector.
@@ -362,30 +385,30 @@ RETURN m.id AS hit_id, m.seq AS hit_seq, n {{{{{_MEMORY_FIELDS}}}}} AS memory
 
 # --- list / get / delete ---------------------------------------------------------------------------
 
-LIST = """
-MATCH (m:Memory {{project_id: $project_id}})
-WHERE {scope} AND ($after_ts IS NULL OR m.timestamp < $after_ts
+LIST = f"""
+MATCH (m:Memory {{{{project_id: $project_id}}}})
+WHERE {{scope}} AND ($after_ts IS NULL OR m.timestamp < $after_ts
                    OR (m.timestamp = $after_ts AND m.id > $after_id))
-RETURN m {{.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
-          .author_name, .conversation_id, .seq}} AS memory
+RETURN m {{{{.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
+          .author_name, .conversation_id, .seq, metadata_pairs: {METADATA_PAIRS}}}}} AS memory
 ORDER BY m.timestamp DESC, m.id
 LIMIT $limit
 """
 
-GET = """
-MATCH (m:Memory {id: $id})
+GET = f"""
+MATCH (m:Memory {{id: $id}})
 WHERE m.project_id = $project_id
 OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
 OPTIONAL MATCH (m)-[:MENTIONS]->(e:Entity)
 WITH m, collect(DISTINCT d.id) AS derived_ids, collect(DISTINCT e.name) AS entities
 OPTIONAL MATCH (m)-[:REFERENCES]->(doc:Document)
-OPTIONAL MATCH (m)-[:REFERENCES]->(ch:Chunk {document_id: doc.id})
+OPTIONAL MATCH (m)-[:REFERENCES]->(ch:Chunk {{document_id: doc.id}})
 WITH m, derived_ids, entities, doc, collect(ch.id) AS chunk_ids
-RETURN m {.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
-          .author_name, .conversation_id, .seq} AS memory,
+RETURN m {{.id, .text, .role, .timestamp, .application_id, .agent_id, .user_id, .thread_id, .message_id,
+          .author_name, .conversation_id, .seq, metadata_pairs: {METADATA_PAIRS}}} AS memory,
        derived_ids, entities,
-       [r IN collect(CASE WHEN doc IS NULL THEN null ELSE {document_id: doc.id, title: doc.title,
-                                                           chunk_ids: chunk_ids} END)
+       [r IN collect(CASE WHEN doc IS NULL THEN null ELSE {{document_id: doc.id, title: doc.title,
+                                                           chunk_ids: chunk_ids}} END)
         WHERE r IS NOT NULL] AS references
 """
 
@@ -819,6 +842,8 @@ WHERE m.project_id = $project_id
 SET m.text = row.text, m.author_name = row.author_name, m.embedding = row.embedding,
     m.search_text = row.search_text,
     m.anonymized = true, m.anonymized_at = $now, m.processed = true
+// string metadata goes (memory.metadata.anonymised): its properties set to null, the keys kept listed
+SET m += row.metadata_removed, m.metadata_keys = row.metadata_keys
 WITH m
 OPTIONAL MATCH (m)-[r:MENTIONS]->()
 DELETE r

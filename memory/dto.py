@@ -8,6 +8,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memory import cypher
+from memory import metadata as message_metadata
+
 SEARCH_MODES = ("vector", "fulltext", "hybrid", "recency")
 DEPTHS = ("messages", "summaries", "facts")
 LEVELS = ("message", "summary", "fact", "preference", "profile")
@@ -26,6 +29,8 @@ class MessageInput:
     # document ids, chunk ids or source paths of the project (seed 003: (:Memory)-[:REFERENCES]->)
     references: tuple[str, ...] = ()
     status: str | None = None  # "failed": a chat reply the LLM could not give (kept with the turn)
+    # the caller's free metadata, checked (memory.metadata.metadata_check)
+    metadata: dict[str, message_metadata.Value] | None = None
 
 
 @dataclass
@@ -49,6 +54,8 @@ class MemoryItem:
     role: str | None = None
     conversation_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # a message's own metadata as its caller stored it (`metadata` holds the platform's); {} otherwise
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,14 +77,16 @@ class ForgetResult:
 @dataclass(frozen=True)
 class MessageFilters:
     """Conditions on the messages a search returns: their time in [since, until) (normalised ISO text,
-    as stored), their role, their author's name (exact); with `as_of`, only what had been said by then
-    and the facts and preferences valid then."""
+    as stored), their role, their author's name (exact), their metadata (each key's value equals the
+    given one or, for a list, holds it; keys checked by memory.metadata.filter_check); with `as_of`,
+    only what had been said by then and the facts and preferences valid then."""
 
     since: str | None = None
     until: str | None = None
     roles: tuple[str, ...] = ()
     author: str | None = None
     as_of: str | None = None
+    metadata: tuple[tuple[str, message_metadata.Scalar], ...] = ()
 
     def where(self, var: str) -> str:
         """` AND …` over `var` (fixed text; values are `params()`), "" without conditions."""
@@ -92,6 +101,8 @@ class MessageFilters:
             parts.append(f"{var}.author_name = $filter_author")
         if self.as_of is not None:
             parts.append(f"{var}.timestamp <= $filter_as_of")
+        if self.metadata:
+            parts.append(cypher.METADATA_FILTER.format(var=var))
         return "".join(f" AND {p}" for p in parts)
 
     def valid_where(self, var: str) -> str:
@@ -111,6 +122,7 @@ class MessageFilters:
             "filter_roles": list(self.roles),
             "filter_author": self.author,
             "filter_as_of": self.as_of,
+            "filter_metadata": message_metadata.filter_params(self.metadata),
         }
 
 

@@ -43,6 +43,9 @@ class Memory(ScopedNode):
     token_count = IntegerProperty()
     processed = BooleanProperty()
     status = StringProperty()  # "failed" for a chat reply the LLM could not give
+    # the caller's metadata keys, in the order given; each key's value is the property `meta_<key>`
+    # (memory.metadata: no property declared here may start with that prefix)
+    metadata_keys = ArrayProperty(StringProperty())
 
 
 class Conversation(ScopedNode):

@@ -14,6 +14,7 @@ from django.conf import settings
 from core import graph
 from core.embeddings import get_embedder
 from memory import cypher
+from memory import metadata as message_metadata
 from memory import text as message_text
 from memory.services import now_iso
 
@@ -148,10 +149,13 @@ def _purge_derived(project_id: str, ids: list[str]) -> Counter[str]:
 
 
 def messages_anonymised_write(*, project_id: str, rewrites: list[MessageRewrite]) -> Counter[str]:
-    """Replace each message's text and author with the anonymised ones, embedding the new text;
-    facts, preferences, covering summaries and entity mentions drawn from the original go first."""
+    """Replace each message's text and author with the anonymised ones, embedding the new text, and
+    drop the strings of its metadata (memory.metadata.anonymised: numbers and booleans stay); facts,
+    preferences, covering summaries and entity mentions drawn from the original go first."""
     if not rewrites:
         return Counter()
+    stored = graph.read(cypher.MESSAGES_METADATA, project_id=project_id, ids=[r.id for r in rewrites])
+    metadata = {row["id"]: message_metadata.anonymised(row["pairs"]) for row in stored}
     lines: list[dict[str, Any]] = [
         {"text": r.text, "role": r.role, "author_name": r.author_name, "timestamp": r.timestamp}
         for r in rewrites
@@ -169,6 +173,8 @@ def messages_anonymised_write(*, project_id: str, rewrites: list[MessageRewrite]
                 "author_name": r.author_name,
                 "embedding": vector,
                 "search_text": message_text.search_text(**line),
+                "metadata_removed": metadata.get(r.id, ({}, None))[0],
+                "metadata_keys": metadata.get(r.id, ({}, None))[1],
             }
             for r, line, vector in zip(rewrites, lines, vectors, strict=True)
         ],

@@ -25,6 +25,7 @@ from core import graph
 from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from memory import cypher
+from memory import metadata as message_metadata
 from memory import text as message_text
 from memory.dto import MemoryItem, MemorySearchResult, MessageFilters
 from memory.indexes import ensure_memory_indexes, filtered_vector_index
@@ -308,12 +309,14 @@ def message_filters(
     roles: list[str] | None = None,
     author: str | None = None,
     as_of: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> MessageFilters:
     """A search's filters from the request: `since` (the start of its span), `until` (the end of its
     span, exclusive) and `when` (its whole span) are ISO-8601 or time expressions resolved against
     `reference_time` (default now; memory.when); several narrow each other. `as_of` is an instant, or
-    an expression's last instant ("May 2023": the end of May). 400 for a time that does not parse, an
-    empty window or a role outside MEMORY_ROLES."""
+    an expression's last instant ("May 2023": the end of May). `metadata`: keys and the value each
+    must have (memory.metadata.filter_check). 400 for a time that does not parse, an empty window, a
+    role outside MEMORY_ROLES or a metadata filter that is not one."""
     reference = datetime.now(UTC)
     if reference_time is not None:
         reference = datetime.fromisoformat(normalise_timestamp(reference_time).replace("Z", "+00:00"))
@@ -350,6 +353,7 @@ def message_filters(
         roles=tuple(roles or ()),
         author=author,
         as_of=_stamp(moment),
+        metadata=message_metadata.filter_check(metadata) if metadata is not None else (),
     )
 
 
@@ -377,12 +381,19 @@ def _owner_scope(scope: Scope) -> Scope:
     return Scope(application_id=scope.application_id, agent_id=scope.agent_id, user_id=scope.user_id)
 
 
+def _with_fields(memory: dict[str, Any]) -> dict[str, Any]:
+    """A message as a read returns it: its metadata pairs (cypher.METADATA_PAIRS) become `fields`."""
+    pairs = memory.pop("metadata_pairs", None)
+    return {**memory, "fields": message_metadata.from_pairs(pairs)}
+
+
 def messages_hydrated(*, project_id: str, hits: Hits) -> list[tuple[Candidate, dict[str, Any]]]:
-    """Each hit with its message's properties, in the hits' order; hits whose message is gone are left out."""
+    """Each hit with its message's properties and `fields` (its caller's metadata), in the hits'
+    order; hits whose message is gone are left out."""
     if not hits:
         return []
     rows = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=[h.chunk_id for h in hits])
-    by_id = {r["memory"]["id"]: r["memory"] for r in rows}
+    by_id = {r["memory"]["id"]: _with_fields(r["memory"]) for r in rows}
     return [(hit, by_id[hit.chunk_id]) for hit in hits if hit.chunk_id in by_id]
 
 
@@ -400,6 +411,7 @@ def _memory_items(project_id: str, hits: Hits) -> list[MemoryItem]:
                 role=row["role"],
                 conversation_id=row["conversation_id"],
                 metadata={k: row[k] for k in ("message_id", "author_name", "seq") if row.get(k) is not None},
+                fields=row["fields"],
             )
         )
     return items
@@ -607,7 +619,7 @@ def memories_list(
         limit=limit + 1,
         **scope.params(),
     )
-    page = [r["memory"] for r in rows[:limit]]
+    page = [_with_fields(r["memory"]) for r in rows[:limit]]
     next_cursor = _cursor_encode(page[-1]["timestamp"], page[-1]["id"]) if len(rows) > limit else None
     return page, next_cursor
 
@@ -618,7 +630,7 @@ def memory_get(*, project_id: str, memory_id: str) -> dict[str, Any]:
         raise NotFound("no such memory in this project")
     row = rows[0]
     return {
-        **row["memory"],
+        **_with_fields(row["memory"]),
         "derived_ids": row["derived_ids"],
         "entities": row["entities"],
         "references": sorted(row["references"], key=lambda r: r["document_id"]),

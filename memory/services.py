@@ -36,6 +36,7 @@ from core.text.pii import anonymise
 from knowledge.pipeline.chunking import count_tokens
 from knowledge.selectors import entities_named, references_resolve
 from memory import cypher, extraction
+from memory import metadata as message_metadata
 from memory import text as message_text
 from memory.dto import ForgetResult, MessageInput, StoreResult
 from memory.indexes import ensure_memory_indexes
@@ -155,7 +156,8 @@ def _redacted(
     keep: list[tuple[int, MessageInput]], supplied: dict[int, list[float]]
 ) -> list[tuple[int, MessageInput]]:
     """The project redacts PII at ingest: placeholders replace it before anything is stored, and an
-    embedding the caller computed from the original text is dropped (it would encode the PII)."""
+    embedding the caller computed from the original text is dropped (it would encode the PII). The
+    strings of the metadata are redacted as the text is."""
     known = {m.author_name for _p, m in keep if m.author_name}
     out = []
     for position, message in keep:
@@ -163,8 +165,23 @@ def _redacted(
         if result.changed:
             supplied.pop(position, None)
             message = replace(message, text=result.text)
+        if message.metadata:
+            message = replace(message, metadata=_redacted_metadata(message.metadata, known))
         out.append((position, message))
     return out
+
+
+def _redacted_metadata(
+    metadata: dict[str, message_metadata.Value], known: set[str]
+) -> dict[str, message_metadata.Value]:
+    def redact(value: message_metadata.Value) -> message_metadata.Value:
+        if isinstance(value, list):
+            return [str(redact(item)) for item in value]
+        if isinstance(value, str):
+            return anonymise(value, known_names=known, phone_region=settings.PII_PHONE_REGION).text
+        return value
+
+    return {key: redact(value) for key, value in metadata.items()}
 
 
 def memories_store(
@@ -289,6 +306,8 @@ def memories_store_plan(
             "embedding": supplied.get(p),
             "refs": references[p][0],
             "status": m.status,
+            "metadata": message_metadata.stored_properties(m.metadata),
+            "metadata_keys": message_metadata.stored_keys(m.metadata),
         }
         for p, m in keep
     ]

@@ -22,6 +22,7 @@ from knowledge_platform_client import (
     ConfigurationError,
     MemoryClient,
     MemoryHit,
+    MemoryMessage,
     NotFoundError,
     PayloadTooLargeError,
     PlatformSettings,
@@ -541,3 +542,48 @@ async def test_the_platform_client_searches_memory_by_time_role_and_author_and_r
         assert not first.embedding_pending
         with pytest.raises(BadRequestError):
             await texts(when="whenever")
+
+
+async def test_the_platform_client_stores_reads_and_filters_message_metadata(
+    platform_web: Platform, client_tenant: Tenant
+) -> None:
+    settings = platform_web.settings(client_tenant)
+    scope = {"user_id": "client-metadata"}
+    ticket = {"channel": "email", "priority": 2, "urgent": True, "tags": ["billing", "refund"]}
+    async with AsyncPlatformClient(settings) as client:
+        memory = MemoryClient(client)
+        stored = await memory.store(
+            [
+                MemoryMessage(role="user", text="The ferry refund is late.", metadata=ticket),
+                {
+                    "role": "assistant",
+                    "text": "The ferry refund is on its way.",
+                    "metadata": {"agent": "bot"},
+                },
+                {"role": "user", "text": "Thanks for the ferry refund."},
+            ],
+            scope,
+        )
+        first, reply, plain = (s.id for s in stored.stored)
+
+        async def hits(mode: str = "hybrid", **metadata: Any) -> list[MemoryHit]:
+            query = "" if mode == "recency" else "ferry refund"
+            found = await memory.search(query, scope, mode=mode, min_score=0, metadata=metadata or None)
+            return found.items
+
+        by_id = {hit.id: hit for hit in await hits()}
+        assert by_id[first].fields == ticket and by_id[reply].fields == {"agent": "bot"}
+        assert by_id[plain].fields == {} and by_id[first].metadata["seq"] == 1
+        for mode in ("vector", "fulltext", "hybrid", "recency"):
+            assert [h.id for h in await hits(mode, tags="refund")] == [first]
+            assert [h.id for h in await hits(mode, priority=2, urgent=True)] == [first]
+            assert [h.id for h in await hits(mode, agent="bot")] == [reply]
+            assert await hits(mode, channel="chat") == []
+        listed, _ = await memory.list(scope)
+        assert {hit.id: hit.fields for hit in listed} == {first: ticket, reply: {"agent": "bot"}, plain: {}}
+        with pytest.raises(BadRequestError) as refused:
+            await memory.store([{"role": "user", "text": "x", "metadata": {"bad key": "x"}}], scope)
+        assert "metadata" in str(refused.value.details)
+        with pytest.raises(BadRequestError):
+            await hits(tags=["refund"])  # one value per key: a list is refused
+        assert len((await memory.list(scope))[0]) == 3

@@ -104,6 +104,17 @@ def test_malformed_store_bodies_are_400_and_write_nothing(tenant, body) -> None:
     _nothing_written(tenant.project.id)
 
 
+@pytest.mark.parametrize("bad", [1, 2])
+def test_a_malformed_message_of_a_batch_is_named_by_its_position(tenant, bad) -> None:  # type: ignore[no-untyped-def]
+    messages = [user("fine"), user("fine too"), user("and this")]
+    messages[bad] = {"role": "user", "text": "x", "author_name": "a" * 300}
+    response = store(tenant.client(tenant.write_key), tenant.project.id, messages, user_id="u")
+    assert response.status_code == 400, response.json()
+    fields = response.json()["error"]["details"]["fields"]
+    assert list(fields) == [f"messages[{bad}]"] and list(fields[f"messages[{bad}]"]) == ["author_name"]
+    _nothing_written(tenant.project.id)
+
+
 @pytest.mark.parametrize(
     ("message", "field"),
     [

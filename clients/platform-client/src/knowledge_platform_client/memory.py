@@ -13,16 +13,23 @@ from knowledge_platform_client.http import AsyncPlatformClient
 MemoryMode = Literal["vector", "fulltext", "hybrid", "recency"]
 MemoryDepth = Literal["messages", "summaries", "facts"]
 SCOPE_KEYS = ("application_id", "agent_id", "user_id", "thread_id")
+# a message's metadata value, and a metadata filter's (docs/api.md, "Message metadata")
+MetadataValue = str | int | float | bool | list[str]
+MetadataFilterValue = str | int | float | bool
 
 
 class MemoryMessage(ApiModel):
-    """A message to store. `timestamp` is ISO-8601 (the platform's clock when absent)."""
+    """A message to store. `timestamp` is ISO-8601 (the platform's clock when absent). `metadata` is
+    a flat object: at most 16 keys (a letter, then up to 63 letters, digits or `_`), each a string
+    (up to 1,000 characters), a finite number, a boolean or a list of up to 32 strings; the platform
+    refuses anything else (`BadRequestError`, nothing stored)."""
 
     role: str
     text: str
     message_id: str | None = None
     author_name: str | None = None
     timestamp: str | None = None
+    metadata: dict[str, MetadataValue] | None = None
 
 
 class StoredMemory(ApiModel):
@@ -60,7 +67,8 @@ class MemoryHit(ApiModel):
     scope: dict[str, str | None] = Field(default_factory=dict)
     conversation_id: str | None = None
     seq: int | None = None  # the message's place in its conversation (listings)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)  # the platform's (search items)
+    fields: dict[str, Any] = Field(default_factory=dict)  # a message's own metadata, as stored
 
 
 class MemorySearchResult(ApiModel):
@@ -152,12 +160,15 @@ class MemoryClient:
         roles: Sequence[str] | None = None,
         author: str | None = None,
         as_of: str | None = None,
+        metadata: Mapping[str, MetadataFilterValue] | None = None,
     ) -> MemorySearchResult:
         """Memories of exactly this scope; a blank query lists the most recent ones. `since`,
         `until` and `when` take ISO-8601 or expressions such as "May 2023" or "last year", counted
         from `reference_time` (default now); `roles` and `author` narrow the messages too
         (docs/api.md, "Time, role and author filters"); `as_of` answers with memory as it stood
-        then (messages said by then, facts and preferences valid then)."""
+        then (messages said by then, facts and preferences valid then). `metadata` keeps the messages
+        whose metadata has every given key with that value (a stored list: holding it); each hit
+        carries its message's metadata in `fields`."""
         body: dict[str, Any] = {"query": query, "scope": clean_scope(scope), "top_k": top_k, "depth": depth}
         optional = {
             "mode": mode,
@@ -169,6 +180,7 @@ class MemoryClient:
             "roles": list(roles) if roles is not None else None,
             "author": author,
             "as_of": as_of,
+            "metadata": dict(metadata) if metadata is not None else None,
         }
         body.update({key: value for key, value in optional.items() if value is not None})
         data = await self.client.request("POST", self.client.project_path("memories", "search"), json=body)
@@ -191,6 +203,7 @@ class MemoryClient:
         roles: Sequence[str] | None = None,
         author: str | None = None,
         as_of: str | None = None,
+        metadata: Mapping[str, MetadataFilterValue] | None = None,
     ) -> MemoryContext:
         """The scope's memories relevant to `query` as one block of at most `max_tokens` tokens
         (50..8,000) for an agent's prompt: the search's hits, `neighbours` turns (0..5) before and
@@ -213,6 +226,7 @@ class MemoryClient:
             "roles": list(roles) if roles is not None else None,
             "author": author,
             "as_of": as_of,
+            "metadata": dict(metadata) if metadata is not None else None,
         }
         body.update({key: value for key, value in optional.items() if value is not None})
         data = await self.client.request("POST", self.client.project_path("memories", "context"), json=body)
@@ -221,7 +235,8 @@ class MemoryClient:
     async def list(
         self, scope: Mapping[str, str | None], *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[MemoryHit], str | None]:
-        """One page of the scope's memories, newest first, and the cursor of the next page."""
+        """One page of the scope's memories, newest first, and the cursor of the next page; each
+        carries its metadata in `fields`."""
         params = {**clean_scope(scope), "limit": limit, "cursor": cursor}
         data = await self.client.request("GET", self.client.project_path("memories"), params=params)
         items = [MemoryHit.model_validate({"level": "message", **item}) for item in data["items"]]
