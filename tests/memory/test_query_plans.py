@@ -30,7 +30,17 @@ LISTS = {
     "embedding",
     "exclude",
 }
-INTS = {"limit", "offset", "batch", "fetch", "first_seq", "last_seq", "summarized_seq", "tokens"}
+INTS = {
+    "limit",
+    "offset",
+    "batch",
+    "fetch",
+    "first_seq",
+    "last_seq",
+    "summarized_seq",
+    "tokens",
+    "neighbours",
+}
 BOOLS = {"force_anonymise", "only_plain", "set_retention", "set_expires"}
 
 
