@@ -408,8 +408,6 @@ MEMORY_HYBRID_ALPHA = env.float("MEMORY_HYBRID_ALPHA", default=0.5)
 MEMORY_CONTEXT_WEIGHT = env.float("MEMORY_CONTEXT_WEIGHT", default=0.5)
 # Stores leave embedding to their processing job and answer 202 at once (a request's embed_in_worker wins)
 MEMORY_EMBED_IN_WORKER = env.bool("MEMORY_EMBED_IN_WORKER", default=False)
-# ... and the share its previous message gets (what a hit answers is found by the answer's words)
-MEMORY_CONTEXT_WEIGHT_PREVIOUS = env.float("MEMORY_CONTEXT_WEIGHT_PREVIOUS", default=0.25)
 MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413
 MEMORY_MAX_MESSAGE_CHARS = env.int("MEMORY_MAX_MESSAGE_CHARS", default=32_000)  # longer text: 413
 # Conversation-aware search (POST /search with `conversation`): how many of each source are fused, and

@@ -282,9 +282,8 @@ ORDER BY score DESC, id
 LIMIT $limit
 """
 
-# messages by their indexed words (memory.text), each with the next and the previous message of its
-# conversation that the scope sees: they get MEMORY_CONTEXT_WEIGHT and MEMORY_CONTEXT_WEIGHT_PREVIOUS of
-# the hit's score (selectors.MessageSearch)
+# messages by their indexed words (memory.text), each with the next message of its conversation that
+# the scope sees: it gets MEMORY_CONTEXT_WEIGHT of the hit's score (selectors.MessageSearch)
 MESSAGE_FULLTEXT = """
 CALL db.index.fulltext.queryNodes($index, $lucene, {{limit: $fetch}}) YIELD node AS m, score
 WITH m, score
@@ -294,9 +293,7 @@ ORDER BY score DESC, m.id
 LIMIT $limit
 OPTIONAL MATCH (m)-[:NEXT]->(n:Memory)
 WHERE n.project_id = $project_id AND {next_scope}
-OPTIONAL MATCH (p:Memory)-[:NEXT]->(m)
-WHERE p.project_id = $project_id AND {previous_scope}
-RETURN m.id AS id, score, n.id AS next_id, p.id AS previous_id, m.search_text AS words
+RETURN m.id AS id, score, n.id AS next_id, m.search_text AS words
 """
 
 RECENT = """

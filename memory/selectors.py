@@ -167,10 +167,8 @@ class MessageSearch:
     def fulltext_memories(self, limit: int, *, context: bool = False) -> Hits:
         """The scope's messages by their indexed words (memory.text: speaker, day and text, the
         query split by the same tokenizer), above the fulltext floor. With `context` (hybrid's ranking)
-        each hit's next message also gets MEMORY_CONTEXT_WEIGHT of its score (a reply is found by the
-        words of what it answers) and its previous message MEMORY_CONTEXT_WEIGHT_PREVIOUS (what a hit
-        answers is found by the answer's words). Without it only messages holding a query word are
-        returned."""
+        each hit's next message also gets MEMORY_CONTEXT_WEIGHT of its score: a reply is found by the
+        words of what it answers. Without it only messages holding a query word are returned."""
         terms = lucene.query_terms(
             " ".join(message_text.words(self.query)), max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS
         )
@@ -178,9 +176,7 @@ class MessageSearch:
             return []
         rows = self._timed(
             "fulltext",
-            cypher.MESSAGE_FULLTEXT.format(
-                scope=self._where("m"), next_scope=self._where("n"), previous_scope=self._where("p")
-            ),
+            cypher.MESSAGE_FULLTEXT.format(scope=self._where("m"), next_scope=self._where("n")),
             index=cypher.FULLTEXT_INDEX,
             lucene=self._lucene(terms, self.scope, field="search_text"),
             fetch=limit * 2,
@@ -188,19 +184,15 @@ class MessageSearch:
             **self._params(),
         )
         scores: dict[str, float] = {}
-        weights = {
-            "next_id": settings.MEMORY_CONTEXT_WEIGHT if context else 0.0,
-            "previous_id": settings.MEMORY_CONTEXT_WEIGHT_PREVIOUS if context else 0.0,
-        }
+        weight = settings.MEMORY_CONTEXT_WEIGHT if context else 0.0
         # a message holding every content word of the query is evidence of relevance the vector gate lacks
         self.every_word_found = any(
             message_text.holds_every_content_word(terms, row["words"]) for row in rows if row["words"]
         )
         for row in rows:
             scores[row["id"]] = scores.get(row["id"], 0.0) + row["score"]
-            for neighbour, weight in weights.items():
-                if row[neighbour] is not None and weight > 0:
-                    scores[row[neighbour]] = scores.get(row[neighbour], 0.0) + weight * row["score"]
+            if row["next_id"] is not None and weight > 0:
+                scores[row["next_id"]] = scores.get(row["next_id"], 0.0) + weight * row["score"]
         return _floored(fusion.ordered(scores)[:limit], self.text_floor)
 
     def _lucene(self, terms: list[str], scope: Scope, *, field: str = "text") -> str:

@@ -74,7 +74,6 @@ def _queries() -> dict[str, str]:
             found[name] = value.format(
                 scope=SCOPE.where(var.group(1) if var else "m"),
                 next_scope=SCOPE.where("n"),
-                previous_scope=SCOPE.where("p"),
                 extra="",
             )
         else:

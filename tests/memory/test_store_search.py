@@ -360,10 +360,9 @@ def test_vector_search_of_a_large_scope_goes_through_the_index_and_matches_the_e
 @pytest.mark.parametrize("alpha", [0.9, 0.1])
 def test_hybrid_memory_search_fuses_with_the_alpha_setting(settings, alpha: float) -> None:  # type: ignore[no-untyped-def]
     """Hybrid is the min-max scaled vector and fulltext rankings weighed MEMORY_HYBRID_ALPHA and
-    1 - that (the context shares off, so the fulltext side is exactly what fulltext mode returns)."""
+    1 - that (the context share off, so the fulltext side is exactly what fulltext mode returns)."""
     settings.MEMORY_HYBRID_ALPHA = alpha
     settings.MEMORY_CONTEXT_WEIGHT = 0.0
-    settings.MEMORY_CONTEXT_WEIGHT_PREVIOUS = 0.0
     tenant = make_tenant(f"mem-fusion-{alpha}")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
     texts = [
@@ -422,35 +421,6 @@ def test_a_reply_is_found_by_the_words_of_what_it_answers_in_hybrid_only(setting
     assert ids("hybrid") == [question, answer]
     settings.MEMORY_CONTEXT_WEIGHT = 0.0
     assert ids("hybrid") == [question]
-
-
-def test_what_a_reply_answers_is_found_by_the_reply_s_words_in_hybrid_only(settings) -> None:  # type: ignore[no-untyped-def]
-    """MEMORY_CONTEXT_WEIGHT_PREVIOUS: in hybrid, each fulltext hit's previous message gets that share
-    of its score (less than the next message's), so the question an answer settles is found by the
-    answer's words; fulltext mode does not; another thread's previous message is never drawn in."""
-    settings.MEMORY_MIN_SCORE_VECTOR = 0.99  # the vector side finds nothing: only fulltext and context
-    tenant = make_tenant("mem-context-previous")
-    client, pid = tenant.client(tenant.write_key), tenant.project.id
-    store(client, pid, [user("Rua Augusta is a street.")], user_id="u1", thread_id="t0")
-    stored = store(
-        client,
-        pid,
-        [user("Where should we get bread tomorrow?"), assistant("The bakery on Rua Augusta, near the arch.")],
-        user_id="u1",
-        thread_id="t1",
-    ).json()["stored"]
-    question, answer = (s["id"] for s in stored)
-
-    def ranked(mode: str) -> list[dict]:  # type: ignore[type-arg]
-        body = msearch(client, pid, "bakery arch", {"user_id": "u1"}, mode=mode, depth="messages")
-        return body.json()["items"]
-
-    assert [i["id"] for i in ranked("fulltext")] == [answer]
-    hybrid = ranked("hybrid")
-    assert [i["id"] for i in hybrid] == [answer, question]
-    assert hybrid[1]["score"] < hybrid[0]["score"]
-    settings.MEMORY_CONTEXT_WEIGHT_PREVIOUS = 0.0
-    assert [i["id"] for i in ranked("hybrid")] == [answer]
 
 
 def test_possessives_and_speakers_are_words_of_a_message(settings) -> None:  # type: ignore[no-untyped-def]
