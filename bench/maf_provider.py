@@ -186,10 +186,14 @@ def run() -> dict[str, Any]:
         "search side by side and stores each 2-message turn. Overhead = before_run time - the platform's "
         "took_ms (the longest of the parallel calls), so it includes the platform's HTTP path. Memory "
         "processing (facts, summaries) is off so the worker does not compete for the 2 cores. The second "
-        "of two interleaved passes is reported; the first is in first_pass. Target (issue 7): overhead "
-        "p95 <= 15 ms."
+        "of two interleaved passes is reported; the first is in first_pass. Target: overhead p95 <= 12 ms "
+        "(issue 33; issue 7 asked <= 15 ms)."
     )
     return {"rows": _rows(figures), "figures": figures}
+
+
+# issue 33: "MAF before_run p95 stays <= 12 ms" (the overhead; issue 7 asked <= 15 ms)
+TARGET_MS = 12.0
 
 
 def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
@@ -199,8 +203,13 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
 
     peer = "bare httpx.AsyncClient, same requests"
     figures = [
-        ("before_run overhead p50 / p95, knowledge search", "knowledge", "overhead_ms", 15.0),
-        ("before_run overhead p50 / p95, knowledge + memory search", "knowledge+memory", "overhead_ms", 15.0),
+        ("before_run overhead p50 / p95, knowledge search", "knowledge", "overhead_ms", TARGET_MS),
+        (
+            "before_run overhead p50 / p95, knowledge + memory search",
+            "knowledge+memory",
+            "overhead_ms",
+            TARGET_MS,
+        ),
         ("before_run total p50 / p95, knowledge + memory", "knowledge+memory", "before_run_ms", None),
         (
             "after_run store of a 2-message turn p50 / p95",
