@@ -439,6 +439,9 @@ class ContextItemSerializer(serializers.Serializer):
     role = serializers.CharField(allow_null=True)
     text = serializers.CharField()
     reason = serializers.ChoiceField(choices=("hit", "neighbour", "summary", "fact", "preference"))
+    sources = serializers.ListField(
+        child=serializers.CharField(), help_text="a fact's or preference's source turns (message ids)"
+    )
 
 
 class MemoryContextOutputSerializer(serializers.Serializer):

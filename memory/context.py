@@ -221,6 +221,9 @@ def _context_item(item: MemoryItem, reason: str) -> ContextItem:
         role=item.role,
         text=item.text,
         reason=reason,
+        sources=list(item.metadata.get("source_message_ids") or [])
+        if item.level in ("fact", "preference")
+        else [],
     )
 
 

@@ -138,6 +138,8 @@ class ContextItem:
     role: str | None
     text: str
     reason: str
+    # a fact's or preference's source turns: the ids of the messages it was drawn from
+    sources: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -89,6 +89,7 @@ class ContextItem(ApiModel):
     timestamp: str | None = None
     conversation_id: str | None = None
     role: str | None = None
+    sources: list[str] = Field(default_factory=list)  # a fact's or preference's source message ids
 
 
 class MemoryContext(ApiModel):
