@@ -70,20 +70,26 @@ def conversations() -> list[dict[str, Any]]:
     return out
 
 
+def session_messages(conv: dict[str, Any], stamp: str, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A session's turns as memory messages: the first speaker is the user, the speaker the author,
+    the session's date the time, the dialogue id the message id."""
+    return [
+        {
+            "role": "user" if t["speaker"] == conv["speaker_a"] else "assistant",
+            "text": _turn_text(t),
+            "author_name": t["speaker"],
+            "timestamp": stamp,
+            "message_id": t["dia_id"],
+        }
+        for t in turns
+    ]
+
+
 def _store(client: _Client, conv: dict[str, Any]) -> dict[str, str]:
     """Every turn of the conversation, one request per session; memory id → dia_id."""
     by_id, jobs = {}, []
     for key, stamp, turns in conv["sessions"]:
-        messages = [
-            {
-                "role": "user" if t["speaker"] == conv["speaker_a"] else "assistant",
-                "text": _turn_text(t),
-                "author_name": t["speaker"],
-                "timestamp": stamp,
-                "message_id": t["dia_id"],
-            }
-            for t in turns
-        ]
+        messages = session_messages(conv, stamp, turns)
         stored = client.call(
             "POST", "memories", {"messages": messages, "scope": {"user_id": conv["id"], "thread_id": key}}
         )

@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.baselines import encoder
 from bench.conversations import _Client
-from bench.locomo import _turn_text, conversations
+from bench.locomo import conversations, session_messages
 from bench.memory import _platform
 from bench.rows import row
 from memory import text as message_text
@@ -40,16 +40,7 @@ def _requests() -> list[tuple[dict[str, str], list[dict[str, Any]]]]:
                 taken = turns[:left]
                 if not taken:
                     return out
-                messages = [
-                    {
-                        "role": "user" if t["speaker"] == conv["speaker_a"] else "assistant",
-                        "text": _turn_text(t),
-                        "author_name": t["speaker"],
-                        "timestamp": stamp,
-                        "message_id": t["dia_id"],
-                    }
-                    for t in taken
-                ]
+                messages = session_messages(conv, stamp, taken)
                 out.append(({"user_id": f"{conv['id']}-{copy}", "thread_id": key}, messages))
                 left -= len(taken)
         copy += 1

@@ -102,6 +102,18 @@ class MemoryContext(ApiModel):
     took_ms: float
 
 
+def _search_options(
+    *,
+    roles: Sequence[str] | None,
+    metadata: Mapping[str, MetadataFilterValue] | None,
+    **values: Any,
+) -> dict[str, Any]:
+    """The optional fields of a memory search or context body that were given (None: left out)."""
+    values["roles"] = list(roles) if roles is not None else None
+    values["metadata"] = dict(metadata) if metadata is not None else None
+    return {key: value for key, value in values.items() if value is not None}
+
+
 def clean_scope(scope: Mapping[str, str | None]) -> dict[str, str]:
     """The given scope keys with a value; the platform refuses set operations without one."""
     unknown = set(scope) - set(SCOPE_KEYS)
@@ -171,19 +183,20 @@ class MemoryClient:
         whose metadata has every given key with that value (a stored list: holding it); each hit
         carries its message's metadata in `fields`."""
         body: dict[str, Any] = {"query": query, "scope": clean_scope(scope), "top_k": top_k, "depth": depth}
-        optional = {
-            "mode": mode,
-            "min_score": min_score,
-            "since": since,
-            "until": until,
-            "when": when,
-            "reference_time": reference_time,
-            "roles": list(roles) if roles is not None else None,
-            "author": author,
-            "as_of": as_of,
-            "metadata": dict(metadata) if metadata is not None else None,
-        }
-        body.update({key: value for key, value in optional.items() if value is not None})
+        body.update(
+            _search_options(
+                mode=mode,
+                min_score=min_score,
+                since=since,
+                until=until,
+                when=when,
+                reference_time=reference_time,
+                roles=roles,
+                author=author,
+                as_of=as_of,
+                metadata=metadata,
+            )
+        )
         data = await self.client.request("POST", self.client.project_path("memories", "search"), json=body)
         return MemorySearchResult.model_validate(data)
 
@@ -217,19 +230,20 @@ class MemoryClient:
             "neighbours": neighbours,
             "top_k": top_k,
         }
-        optional = {
-            "mode": mode,
-            "min_score": min_score,
-            "since": since,
-            "until": until,
-            "when": when,
-            "reference_time": reference_time,
-            "roles": list(roles) if roles is not None else None,
-            "author": author,
-            "as_of": as_of,
-            "metadata": dict(metadata) if metadata is not None else None,
-        }
-        body.update({key: value for key, value in optional.items() if value is not None})
+        body.update(
+            _search_options(
+                mode=mode,
+                min_score=min_score,
+                since=since,
+                until=until,
+                when=when,
+                reference_time=reference_time,
+                roles=roles,
+                author=author,
+                as_of=as_of,
+                metadata=metadata,
+            )
+        )
         data = await self.client.request("POST", self.client.project_path("memories", "context"), json=body)
         return MemoryContext.model_validate(data)
 
