@@ -406,6 +406,12 @@ MEMORY_MIN_SCORE_QUERY = env.float("MEMORY_MIN_SCORE_QUERY", default=0.68)
 # words of what it answers; 0: none). Both chosen on locomo-dev by bench/locomo.py.
 MEMORY_HYBRID_ALPHA = env.float("MEMORY_HYBRID_ALPHA", default=0.5)
 MEMORY_CONTEXT_WEIGHT = env.float("MEMORY_CONTEXT_WEIGHT", default=0.5)
+# A query naming one of the scope's speakers ranks that speaker's messages among themselves; the other
+# messages' scores are scaled by this (1: speakers are not told apart). Chosen on locomo-dev.
+MEMORY_SPEAKER_OTHER_WEIGHT = env.float("MEMORY_SPEAKER_OTHER_WEIGHT", default=0.5)
+if not 0.0 <= MEMORY_SPEAKER_OTHER_WEIGHT <= 1.0:
+    raise ImproperlyConfigured("MEMORY_SPEAKER_OTHER_WEIGHT must be between 0 and 1")
+MEMORY_SPEAKER_MAX_AUTHORS = 64  # a scope with more distinct authors than this is not speaker-aware
 # Stores leave embedding to their processing job and answer 202 at once (a request's embed_in_worker wins)
 MEMORY_EMBED_IN_WORKER = env.bool("MEMORY_EMBED_IN_WORKER", default=False)
 MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413

@@ -237,6 +237,14 @@ WHERE {scope}
 RETURN count(m) AS size
 """
 
+# the distinct authors of the scope's messages (memory.selectors.MessageSearch.named_speaker)
+SCOPE_AUTHORS = """
+MATCH (m:Memory {{project_id: $project_id}})
+WHERE {scope} AND m.author_name IS NOT NULL
+RETURN DISTINCT m.author_name AS name
+LIMIT $limit
+"""
+
 VECTOR_EXACT = """
 MATCH (m:Memory {{project_id: $project_id}})
 WHERE {scope} AND m.embedding IS NOT NULL

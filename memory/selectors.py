@@ -11,6 +11,8 @@ database-to-scope ratio and re-checked, falling back to the exact scan when too 
 from __future__ import annotations
 
 import base64
+import copy
+import dataclasses
 import json
 import time
 import unicodedata
@@ -179,7 +181,8 @@ class MessageSearch:
             cypher.MESSAGE_FULLTEXT.format(scope=self._where("m"), next_scope=self._where("n")),
             index=cypher.FULLTEXT_INDEX,
             lucene=self._lucene(terms, self.scope, field="search_text"),
-            fetch=limit * 2,
+            # an author is not in the index: the Lucene hits are over-fetched more before it is checked
+            fetch=limit * (4 if self.filters.author is not None else 2),
             limit=limit,
             **self._params(),
         )
@@ -229,20 +232,63 @@ class MessageSearch:
         return [Candidate(r["id"], 1.0 / (1 + i)) for i, r in enumerate(rows)]
 
     def memories(self, mode: str, limit: int) -> Hits:
-        if mode == "vector":
-            return self.vector_memories(limit)
-        if mode == "fulltext":
-            return self.fulltext_memories(limit)
+        """The scope's messages ranked by `mode`. When the query names one of the scope's speakers
+        (`named_speaker`), that speaker's messages are ranked among themselves and come with their own
+        scores; the others' scores are scaled by MEMORY_SPEAKER_OTHER_WEIGHT (speaker_first)."""
         if mode == "recency":
             return self.recent_memories(limit)
+        speaker = self.named_speaker()
+        own = self.narrowed_to(speaker) if speaker is not None else None
+        if mode == "vector":
+            ranked = self.vector_memories(limit)
+            return speaker_first(own.vector_memories(limit), ranked)[:limit] if own else ranked
+        if mode == "fulltext":
+            ranked = self.fulltext_memories(limit)
+            return speaker_first(own.fulltext_memories(limit), ranked)[:limit] if own else ranked
         depth = max(limit, settings.MEMORY_HYBRID_CANDIDATES)
-        # the fulltext query runs while the query is embedded and the vectors are scanned
+        # the fulltext queries run while the query is embedded and the vectors are scanned
         text_future = _pool.submit(self.fulltext_memories, depth, context=True)
+        own_text_future = own and _pool.submit(own.fulltext_memories, depth, context=True)
         vector_hits = self.vector_memories(depth)
+        own_vector_hits = own.vector_memories(depth) if own else []
         text_hits = text_future.result()
         if self.off_topic and not self.every_word_found:
+            if own_text_future:
+                own_text_future.result()
             return []  # nothing stored is near the query, and no message holds all of its words
-        return fused(vector_hits, text_hits)[:limit]
+        ranked = fused(vector_hits, text_hits)
+        if own_text_future:
+            ranked = speaker_first(fused(own_vector_hits, own_text_future.result()), ranked)
+        return ranked[:limit]
+
+    def named_speaker(self) -> str | None:
+        """The one author of the scope's messages whom the query names (a word of the author's name
+        among the query's words, "What did Caroline say" → "Caroline"), when the scope's messages have
+        two or more authors and the request filters on none; else None. Questions about what one
+        person said are answered by that person's messages (docs/decisions.md, "Memory: the speaker a
+        question names")."""
+        if self.filters.author is not None or settings.MEMORY_SPEAKER_OTHER_WEIGHT >= 1:
+            return None
+        asked = set(message_text.words(self.query)) - message_text.FUNCTION_WORDS
+        if not asked:
+            return None
+        rows = self._timed(
+            "speakers",
+            cypher.SCOPE_AUTHORS.format(scope=self._where("m")),
+            limit=settings.MEMORY_SPEAKER_MAX_AUTHORS + 1,
+            **self._params(),
+        )
+        if not 2 <= len(rows) <= settings.MEMORY_SPEAKER_MAX_AUTHORS:
+            return None
+        named = [r["name"] for r in rows if asked & set(message_text.words(r["name"]))]
+        return named[0] if len(named) == 1 else None
+
+    def narrowed_to(self, author: str) -> MessageSearch:
+        """This search over `author`'s messages only: the same query, vector, floors and timings."""
+        self.vector()  # computed once, for both
+        narrowed = copy.copy(self)
+        narrowed.filters = dataclasses.replace(self.filters, author=author)
+        return narrowed
 
     # --- summaries, facts, preferences ---
 
@@ -290,6 +336,17 @@ def fused(by_vector: Hits, by_text: Hits) -> Hits:
     MEMORY_HYBRID_ALPHA and the fulltext side the rest (chosen on locomo-dev by bench/locomo.py)."""
     alpha = settings.MEMORY_HYBRID_ALPHA
     return fusion.linear([by_vector, by_text], weights=[alpha, 1 - alpha], normalise="minmax")
+
+
+def speaker_first(own: Hits, ranked: Hits) -> Hits:
+    """`own` (the named speaker's messages, ranked among themselves) with their scores, and the rest of
+    `ranked` with theirs scaled by MEMORY_SPEAKER_OTHER_WEIGHT; best first."""
+    weight = settings.MEMORY_SPEAKER_OTHER_WEIGHT
+    scores = {h.chunk_id: h.score for h in own}
+    for hit in ranked:
+        if hit.chunk_id not in scores:
+            scores[hit.chunk_id] = hit.score * weight
+    return fusion.ordered(scores)
 
 
 def message_filters(
