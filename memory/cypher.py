@@ -301,7 +301,7 @@ ORDER BY score DESC, m.id
 LIMIT $limit
 OPTIONAL MATCH (m)-[:NEXT]->(n:Memory)
 WHERE n.project_id = $project_id AND {next_scope}
-RETURN m.id AS id, score, n.id AS next_id, m.search_text AS words
+RETURN m.id AS id, score, n.id AS next_id, m.search_text AS words, m.author_name AS author
 """
 
 RECENT = """

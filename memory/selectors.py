@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import dataclasses
 import json
 import time
 import unicodedata
@@ -68,6 +67,8 @@ class MessageSearch:
         self.query = unicodedata.normalize("NFC", query)  # as stored text is (memory.services._kept)
         self.timings_ms: dict[str, float] = {}
         self._vector = vector  # the query's embedding, when the caller has it already
+        # the one speaker whose messages this search ranks (narrowed_to), else None
+        self.speaker: str | None = None
 
     def vector(self) -> list[float]:
         if self._vector is None:
@@ -77,11 +78,16 @@ class MessageSearch:
         return self._vector
 
     def _where(self, var: str) -> str:
-        """The messages this search may return: the scope's visible ones that pass the filters."""
+        """The messages this search may return: the scope's visible ones that pass the filters (and,
+        narrowed to a speaker, that speaker's)."""
+        return self._where_all(var) + (f" AND {var}.author_name = $speaker" if self.speaker else "")
+
+    def _where_all(self, var: str) -> str:
+        """The scope's visible messages that pass the filters, whoever said them."""
         return self.scope.visible_where(var) + self.filters.where(var)
 
     def _params(self) -> dict[str, Any]:
-        return {**self.scope.params(), **self.filters.params()}
+        return {**self.scope.params(), **self.filters.params(), "speaker": self.speaker}
 
     def _timed(self, name: str, query: str, **params: Any) -> list[dict[str, Any]]:
         started = time.perf_counter()
@@ -97,7 +103,8 @@ class MessageSearch:
         nothing when even the nearest scores below the relevance gate (MEMORY_MIN_SCORE_QUERY, or the
         request's min_score): the query is about nothing stored."""
         nearest = self._nearest(limit, where=where, **extra)
-        if where is None and (not nearest or nearest[0].score < self.gate):
+        # narrowed to a speaker, the whole scope's search has passed the gate already
+        if where is None and self.speaker is None and (not nearest or nearest[0].score < self.gate):
             self.off_topic = True
             return []
         return _floored(nearest, self.vector_floor)
@@ -170,20 +177,22 @@ class MessageSearch:
         """The scope's messages by their indexed words (memory.text: speaker, day and text, the
         query split by the same tokenizer), above the fulltext floor. With `context` (hybrid's ranking)
         each hit's next message also gets MEMORY_CONTEXT_WEIGHT of its score: a reply is found by the
-        words of what it answers. Without it only messages holding a query word are returned."""
+        words of what it answers. Without it only messages holding a query word are returned. Narrowed
+        to a speaker, every message is matched but only the speaker's are returned: another speaker's
+        question still finds the speaker's reply."""
         terms = lucene.query_terms(
             " ".join(message_text.words(self.query)), max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS
         )
         if not terms:
             return []
+        matched = limit * 2 if self.speaker else limit  # about half the matches are the speaker's
         rows = self._timed(
             "fulltext",
-            cypher.MESSAGE_FULLTEXT.format(scope=self._where("m"), next_scope=self._where("n")),
+            cypher.MESSAGE_FULLTEXT.format(scope=self._where_all("m"), next_scope=self._where("n")),
             index=cypher.FULLTEXT_INDEX,
             lucene=self._lucene(terms, self.scope, field="search_text"),
-            # an author is not in the index: the Lucene hits are over-fetched more before it is checked
-            fetch=limit * (4 if self.filters.author is not None else 2),
-            limit=limit,
+            fetch=matched * 2,
+            limit=matched,
             **self._params(),
         )
         scores: dict[str, float] = {}
@@ -193,7 +202,8 @@ class MessageSearch:
             message_text.holds_every_content_word(terms, row["words"]) for row in rows if row["words"]
         )
         for row in rows:
-            scores[row["id"]] = scores.get(row["id"], 0.0) + row["score"]
+            if self.speaker is None or row["author"] == self.speaker:
+                scores[row["id"]] = scores.get(row["id"], 0.0) + row["score"]
             if row["next_id"] is not None and weight > 0:
                 scores[row["next_id"]] = scores.get(row["next_id"], 0.0) + weight * row["score"]
         return _floored(fusion.ordered(scores)[:limit], self.text_floor)
@@ -238,10 +248,14 @@ class MessageSearch:
         if mode == "recency":
             return self.recent_memories(limit)
         speaker = self.named_speaker()
+        if speaker is not None and mode != "fulltext":
+            self.vector()  # computed once, for the whole scope's search and the speaker's
         own = self.narrowed_to(speaker) if speaker is not None else None
         if mode == "vector":
             ranked = self.vector_memories(limit)
-            return speaker_first(own.vector_memories(limit), ranked)[:limit] if own else ranked
+            if own is None or self.off_topic:
+                return ranked
+            return speaker_first(own.vector_memories(limit), ranked)[:limit]
         if mode == "fulltext":
             ranked = self.fulltext_memories(limit)
             return speaker_first(own.fulltext_memories(limit), ranked)[:limit] if own else ranked
@@ -267,7 +281,7 @@ class MessageSearch:
         two or more authors and the request filters on none; else None. Questions about what one
         person said are answered by that person's messages (docs/decisions.md, "Memory: the speaker a
         question names")."""
-        if self.filters.author is not None or settings.MEMORY_SPEAKER_OTHER_WEIGHT >= 1:
+        if self.filters.author is not None or self.speaker or settings.MEMORY_SPEAKER_OTHER_WEIGHT >= 1:
             return None
         asked = set(message_text.words(self.query)) - message_text.FUNCTION_WORDS
         if not asked:
@@ -284,10 +298,9 @@ class MessageSearch:
         return named[0] if len(named) == 1 else None
 
     def narrowed_to(self, author: str) -> MessageSearch:
-        """This search over `author`'s messages only: the same query, vector, floors and timings."""
-        self.vector()  # computed once, for both
+        """This search ranking `author`'s messages only: the same query, vector, floors and timings."""
         narrowed = copy.copy(self)
-        narrowed.filters = dataclasses.replace(self.filters, author=author)
+        narrowed.speaker = author
         return narrowed
 
     # --- summaries, facts, preferences ---
