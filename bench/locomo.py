@@ -31,7 +31,7 @@ from bench.retrieval import _pct
 from bench.rows import row
 
 DATA = Path(__file__).resolve().parent / "data"
-MODES = ("vector", "fulltext", "hybrid")
+MODES = ("vector", "fulltext", "hybrid", "graph")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)
 TARGETS = {"all": 0.70, 1: 0.45, 2: 0.75}
@@ -211,7 +211,7 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
     for mode in MODES:
         got = recall[f"platform {mode}"]
         for key, label in (("all", "categories 1-4"), *CATEGORIES.items()):
-            target = TARGETS.get(key) if mode == "hybrid" else None
+            target = TARGETS.get(key) if mode in ("hybrid", "graph") else None
             out.append(
                 row(
                     f"locomo-dev evidence recall@10, {label}, memory search {mode}",

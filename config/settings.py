@@ -411,7 +411,15 @@ MEMORY_CONTEXT_WEIGHT = env.float("MEMORY_CONTEXT_WEIGHT", default=0.5)
 MEMORY_SPEAKER_OTHER_WEIGHT = env.float("MEMORY_SPEAKER_OTHER_WEIGHT", default=0.5)
 if not 0.0 <= MEMORY_SPEAKER_OTHER_WEIGHT <= 1.0:
     raise ImproperlyConfigured("MEMORY_SPEAKER_OTHER_WEIGHT must be between 0 and 1")
-MEMORY_SPEAKER_MAX_AUTHORS = 64  # a scope with more distinct authors than this is not speaker-aware
+MEMORY_SPEAKER_MAX_AUTHORS = 64
+# Graph-mode memory search (hybrid spread through shared mentions, memory.selectors.MessageSearch.expanded):
+# how many of hybrid's first hits pass their score on, the weight of what they pass, and the largest share
+# of the scope's messages a mention may be held by and still link them. Chosen on locomo-dev.
+MEMORY_GRAPH_SEEDS = env.int("MEMORY_GRAPH_SEEDS", default=5)
+MEMORY_GRAPH_WEIGHT = env.float("MEMORY_GRAPH_WEIGHT", default=0.2)
+MEMORY_GRAPH_MAX_SHARE = env.float(
+    "MEMORY_GRAPH_MAX_SHARE", default=0.05
+)  # a scope with more distinct authors than this is not speaker-aware
 # Stores leave embedding to their processing job and answer 202 at once (a request's embed_in_worker wins)
 MEMORY_EMBED_IN_WORKER = env.bool("MEMORY_EMBED_IN_WORKER", default=False)
 MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413

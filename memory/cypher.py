@@ -94,16 +94,16 @@ def index_statements(*, hnsw_options: bool = True, filters: bool = False) -> lis
     ]
 
 
-# messages stored before they had an indexed form (memory.indexes._backfill_search_text)
+# messages stored before they had an indexed form or mention keys (memory.indexes._backfill_search_text)
 SEARCH_TEXT_MISSING = """
-MATCH (m:Memory) WHERE m.search_text IS NULL AND m.text IS NOT NULL
+MATCH (m:Memory) WHERE (m.search_text IS NULL OR m.mention_keys IS NULL) AND m.text IS NOT NULL
 RETURN m.id AS id, m {.text, .role, .author_name, .timestamp} AS message
 LIMIT $limit
 """
 SEARCH_TEXT_SET = """
 UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
-SET m.search_text = row.search_text
+SET m.search_text = row.search_text, m.mention_keys = row.mention_keys
 """
 
 VECTOR_INDEX_CONFIG = """
@@ -152,7 +152,7 @@ UNWIND range(0, size($rows) - 1) AS i
 WITH c, base, previous, i, $rows[i] AS row
 CREATE (m:Memory {id: row.id, project_id: $project_id, text: row.text, role: row.role,
                   timestamp: row.timestamp, message_id: row.message_id, author_name: row.author_name,
-                  search_text: row.search_text, application_id: $application_id, agent_id: $agent_id, user_id: $user_id,
+                  search_text: row.search_text, mention_keys: row.mention_keys, application_id: $application_id, agent_id: $agent_id, user_id: $user_id,
                   thread_id: $thread_id, scope_tokens: $scope_tokens, conversation_id: c.id,
                   seq: base + i + 1, token_count: row.token_count, processed: false,
                   accessibility: c.accessibility, status: row.status, metadata_keys: row.metadata_keys})
@@ -243,6 +243,22 @@ MATCH (m:Memory {{project_id: $project_id}})
 WHERE {scope} AND m.author_name IS NOT NULL
 RETURN DISTINCT m.author_name AS name
 LIMIT $limit
+"""
+
+# Graph mode (memory.selectors.MessageSearch.expanded): the seed messages' mention keys, then in one pass
+# over the scope its size and each message holding one of those keys, with the keys it holds
+MENTION_KEYS = """
+MATCH (m:Memory {project_id: $project_id})
+WHERE m.id IN $ids
+RETURN m.id AS id, coalesce(m.mention_keys, []) AS keys
+"""
+MENTION_LINKS = """
+MATCH (m:Memory {{project_id: $project_id}})
+WHERE {scope}
+WITH count(m) AS size,
+     collect(CASE WHEN any(k IN coalesce(m.mention_keys, []) WHERE k IN $keys)
+                  THEN {{id: m.id, keys: [k IN m.mention_keys WHERE k IN $keys]}} END) AS linked
+RETURN size, linked
 """
 
 VECTOR_EXACT = """
@@ -845,7 +861,7 @@ UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
 WHERE m.project_id = $project_id
 SET m.text = row.text, m.author_name = row.author_name, m.embedding = row.embedding,
-    m.search_text = row.search_text,
+    m.search_text = row.search_text, m.mention_keys = row.mention_keys,
     m.anonymized = true, m.anonymized_at = $now, m.processed = true
 // string metadata goes (memory.metadata.anonymised): its properties set to null, the keys kept listed
 SET m += row.metadata_removed, m.metadata_keys = row.metadata_keys

@@ -11,7 +11,7 @@ import numpy.typing as npt
 from memory import cypher
 from memory import metadata as message_metadata
 
-SEARCH_MODES = ("vector", "fulltext", "hybrid", "recency")
+SEARCH_MODES = ("vector", "fulltext", "hybrid", "graph", "recency")
 DEPTHS = ("messages", "summaries", "facts")
 LEVELS = ("message", "summary", "fact", "preference", "profile")
 

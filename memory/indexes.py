@@ -111,17 +111,25 @@ def _drop_fulltext_of_another_definition() -> None:
 
 
 def _backfill_search_text(batch: int = 5000) -> int:
-    """Messages stored before messages had an indexed form (`search_text`, memory.text) get it, in
-    batches; returns how many. Their embeddings stay those of their text."""
+    """Messages stored before messages had an indexed form (`search_text`) or mention keys
+    (`mention_keys`, memory.text) get them, in batches; returns how many. Their embeddings stay those of
+    their text."""
     done = 0
     while rows := graph.read(cypher.SEARCH_TEXT_MISSING, limit=batch):
         graph.write(
             cypher.SEARCH_TEXT_SET,
-            rows=[{"id": r["id"], "search_text": message_text.search_text(**r["message"])} for r in rows],
+            rows=[
+                {
+                    "id": r["id"],
+                    "search_text": message_text.search_text(**r["message"]),
+                    "mention_keys": message_text.mention_keys(r["message"]["text"]),
+                }
+                for r in rows
+            ],
         )
         done += len(rows)
     if done:
-        logger.warning("the indexed form (search_text) of %d stored messages was written", done)
+        logger.warning("the indexed form and mention keys of %d stored messages were written", done)
     return done
 
 

@@ -173,6 +173,7 @@ def messages_anonymised_write(*, project_id: str, rewrites: list[MessageRewrite]
                 "author_name": r.author_name,
                 "embedding": vector,
                 "search_text": message_text.search_text(**line),
+                "mention_keys": message_text.mention_keys(r.text),
                 "metadata_removed": metadata.get(r.id, ({}, None))[0],
                 "metadata_keys": metadata.get(r.id, ({}, None))[1],
             }

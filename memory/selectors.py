@@ -13,8 +13,10 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import math
 import time
 import unicodedata
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -273,7 +275,50 @@ class MessageSearch:
         ranked = fused(vector_hits, text_hits)
         if own_text_future:
             ranked = speaker_first(fused(own_vector_hits, own_text_future.result()), ranked)
+        if mode == "graph":
+            ranked = self.expanded(ranked)
         return ranked[:limit]
+
+    def expanded(self, ranked: Hits) -> Hits:
+        """Graph mode: `ranked` (hybrid's) spread through mentions. Each of the first MEMORY_GRAPH_SEEDS
+        hits passes its score, times the mention's rarity (log of scope size over holders), to every
+        other scope message holding a mention it holds ("home country", "Sweden": memory.text.
+        mention_keys), for mentions held by two to MEMORY_GRAPH_MAX_SHARE of the scope's messages
+        (a speaker's own name is too common to link anything). The spread, scaled to its best,
+        is added with weight MEMORY_GRAPH_WEIGHT: turns of other sessions about the same thing rise."""
+        seeds = ranked[: settings.MEMORY_GRAPH_SEEDS]
+        if not seeds:
+            return ranked
+        rows = self._timed("mentions", cypher.MENTION_KEYS, ids=[h.chunk_id for h in seeds])
+        keys_of = {r["id"]: r["keys"] for r in rows}
+        keys = sorted({k for held in keys_of.values() for k in held})
+        if not keys:
+            return ranked
+        row = self._timed(
+            "mentions", cypher.MENTION_LINKS.format(scope=self._where("m")), keys=keys, **self._params()
+        )[0]
+        holders: dict[str, list[str]] = defaultdict(list)
+        for linked in row["linked"]:
+            for key in linked["keys"]:
+                holders[key].append(linked["id"])
+        most = max(2.0, settings.MEMORY_GRAPH_MAX_SHARE * row["size"])
+        spread: dict[str, float] = defaultdict(float)
+        for seed in seeds:
+            for key in keys_of.get(seed.chunk_id, []):
+                held_by = holders.get(key, [])
+                if not 2 <= len(held_by) <= most:
+                    continue
+                rarity = math.log(row["size"] / len(held_by))
+                for memory_id in held_by:
+                    if memory_id != seed.chunk_id:
+                        spread[memory_id] += seed.score * rarity
+        best = max(spread.values(), default=0.0)
+        if best <= 0:
+            return ranked
+        scores = {h.chunk_id: h.score for h in ranked}
+        for memory_id, value in spread.items():
+            scores[memory_id] = scores.get(memory_id, 0.0) + settings.MEMORY_GRAPH_WEIGHT * value / best
+        return fusion.ordered(scores)
 
     def named_speaker(self) -> str | None:
         """The one author of the scope's messages whom the query names (a word of the author's name
@@ -306,7 +351,9 @@ class MessageSearch:
     # --- summaries, facts, preferences ---
 
     def level(self, label: str, mode: str, scope: Scope, limit: int, extra: str = "", **params: Any) -> Hits:
-        """Nodes of `label` in `scope` ranked for the query; `extra` is a fixed `AND n.…` condition."""
+        """Nodes of `label` in `scope` ranked for the query; `extra` is a fixed `AND n.…` condition.
+        Graph mode ranks them as hybrid (mentions link messages only)."""
+        mode = "hybrid" if mode == "graph" else mode
         where = scope.visible_where("n")
         if mode == "recency":
             rows = self._timed(
@@ -609,7 +656,7 @@ def memories_search(
         project_id=project_id,
         scope=scope,
         query=query,
-        vector_floor=min_score if mode in ("vector", "hybrid") else None,
+        vector_floor=min_score if mode in ("vector", "hybrid", "graph") else None,
         text_floor=min_score if mode == "fulltext" else None,
         filters=filters,
     )

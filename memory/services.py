@@ -302,6 +302,7 @@ def memories_store_plan(
             "search_text": message_text.search_text(
                 text=m.text, role=m.role, author_name=m.author_name, timestamp=timestamps[p]
             ),
+            "mention_keys": message_text.mention_keys(m.text),
             "token_count": count_tokens(m.text),
             "embedding": supplied.get(p),
             "refs": references[p][0],

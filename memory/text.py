@@ -104,3 +104,26 @@ def row_line(row: Mapping[str, Any]) -> str:
         author_name=row.get("author_name"),
         timestamp=row.get("timestamp"),
     )
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+MENTION_KEYS_MAX = 64
+
+
+def mention_keys(text: str) -> list[str]:
+    """What a message mentions, the keys memory search's graph mode links messages by: its names
+    (capitalised words of three or more letters that do not start a sentence: "Sweden", "Pride") and
+    each pair of adjacent content words ("home country", "pottery class"), as `words` writes them;
+    at most MENTION_KEYS_MAX, in order of appearance."""
+    plain = unicodedata.normalize("NFC", text).translate(_APOSTROPHES)
+    keys: dict[str, None] = {}
+    for match in _TOKEN.finditer(plain):
+        word = match.group(0)
+        if len(word) < 3 or not word[0].isupper():
+            continue
+        before = plain[: match.start()].rstrip()
+        if before and before[-1] not in ".!?":
+            keys.update(dict.fromkeys(w for w in words(word) if w not in FUNCTION_WORDS))
+    content = [w for w in words(plain) if len(w) > 2 and w not in FUNCTION_WORDS]
+    keys.update(dict.fromkeys(f"{a} {b}" for a, b in zip(content, content[1:], strict=False)))
+    return list(keys)[:MENTION_KEYS_MAX]

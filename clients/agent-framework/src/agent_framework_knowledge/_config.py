@@ -51,7 +51,7 @@ class ProviderConfig(BaseModel):
     memory_enabled: bool = False
     memory_roles: tuple[str, ...] = ("user", "assistant")
     memory_top_k: int = Field(default=5, ge=1, le=100)
-    memory_mode: Literal["vector", "fulltext", "hybrid", "recency"] | None = None
+    memory_mode: Literal["vector", "fulltext", "hybrid", "graph", "recency"] | None = None
     memory_depth: Literal["messages", "summaries", "facts"] = "messages"
     memory_min_score: float | None = Field(default=None, ge=0)
     memory_since: str | None = Field(default=None, min_length=1, max_length=100)

@@ -10,7 +10,7 @@ from pydantic import Field
 from knowledge_platform_client._models import ApiModel
 from knowledge_platform_client.http import AsyncPlatformClient
 
-MemoryMode = Literal["vector", "fulltext", "hybrid", "recency"]
+MemoryMode = Literal["vector", "fulltext", "hybrid", "graph", "recency"]
 MemoryDepth = Literal["messages", "summaries", "facts"]
 SCOPE_KEYS = ("application_id", "agent_id", "user_id", "thread_id")
 # a message's metadata value, and a metadata filter's (docs/api.md, "Message metadata")
