@@ -93,7 +93,7 @@ def memories_context(
         around = _neighbour_rows(
             project_id=project_id, scope=scope, filters=filters or MessageFilters(), hits=hits, n=neighbours
         )
-        pieces = _candidates(hits, around, found.items)
+        pieces = _candidates(hits, around, _with_summary_sources(project_id, scope, found.items))
     chosen, text, tokens = _fill(pieces, max_tokens)
     return MemoryContext(
         context=text,
@@ -101,6 +101,36 @@ def memories_context(
         items=[piece.item for piece in _written_order(chosen)],
         took_ms=round((time.perf_counter() - started) * 1000, 2),
     )
+
+
+def _with_summary_sources(project_id: str, scope: Scope, items: list[MemoryItem]) -> list[MemoryItem]:
+    """`items`, each summary with the ids of the turns it covers (those the scope sees) in its
+    metadata's `source_message_ids`, as facts and preferences have theirs."""
+    summaries = [
+        {
+            "id": item.id,
+            "conversation_id": item.conversation_id,
+            "first_seq": item.metadata.get("first_seq"),
+            "last_seq": item.metadata.get("last_seq"),
+        }
+        for item in items
+        if item.level == "summary" and isinstance(item.metadata.get("first_seq"), int)
+    ]
+    if not summaries:
+        return items
+    rows = graph.read(
+        cypher.SUMMARY_SOURCES.format(scope=scope.visible_where("m")),
+        project_id=project_id,
+        summaries=summaries,
+        **scope.params(),
+    )
+    sources = {row["id"]: row["sources"] for row in rows}
+    return [
+        replace(item, metadata={**item.metadata, "source_message_ids": sources.get(item.id, [])})
+        if item.level == "summary"
+        else item
+        for item in items
+    ]
 
 
 def _neighbour_rows(
@@ -222,7 +252,7 @@ def _context_item(item: MemoryItem, reason: str) -> ContextItem:
         text=item.text,
         reason=reason,
         sources=list(item.metadata.get("source_message_ids") or [])
-        if item.level in ("fact", "preference")
+        if item.level in ("fact", "preference", "summary")
         else [],
     )
 

@@ -237,12 +237,25 @@ WHERE {scope}
 RETURN count(m) AS size
 """
 
-# the distinct authors of the scope's messages (memory.selectors.MessageSearch.named_speaker)
-SCOPE_AUTHORS = """
+# The scope's size and its messages per author (null: messages without an author name), the most
+# frequent first (memory.selectors.MessageSearch.named_speaker)
+SCOPE_SPEAKERS = """
 MATCH (m:Memory {{project_id: $project_id}})
-WHERE {scope} AND m.author_name IS NOT NULL
-RETURN DISTINCT m.author_name AS name
-LIMIT $limit
+WHERE {scope}
+WITH m.author_name AS name, count(m) AS messages
+ORDER BY messages DESC, name
+WITH collect({{name: name, messages: messages}}) AS authors, sum(messages) AS size
+RETURN size, authors[..$limit] AS authors, size(authors) AS distinct
+"""
+
+# The exact scan ranking the whole scope and, in the same pass, one speaker's messages
+VECTOR_EXACT_SPEAKER = """
+MATCH (m:Memory {{project_id: $project_id}})
+WHERE {scope} AND m.embedding IS NOT NULL
+WITH m.id AS id, m.author_name AS author, vector.similarity.cosine(m.embedding, $vector) AS score
+ORDER BY score DESC, id
+WITH collect({{id: id, score: score, author: author}}) AS ranked
+RETURN ranked[..$limit] AS hits, [x IN ranked WHERE x.author = $speaker][..$limit] AS own
 """
 
 # Graph mode (memory.selectors.MessageSearch.expanded): the seed messages' mention keys, then in one pass
@@ -317,7 +330,8 @@ ORDER BY score DESC, m.id
 LIMIT $limit
 OPTIONAL MATCH (m)-[:NEXT]->(n:Memory)
 WHERE n.project_id = $project_id AND {next_scope}
-RETURN m.id AS id, score, n.id AS next_id, m.search_text AS words, m.author_name AS author
+RETURN m.id AS id, score, n.id AS next_id, m.search_text AS words, m.author_name AS author,
+       n.author_name AS next_author
 """
 
 RECENT = """
@@ -384,6 +398,15 @@ RETURN n {.id, .text, .application_id, .agent_id, .user_id, .thread_id, .convers
 # $ids in its conversation, nearest first by `seq` (the NEXT chain's order; a deleted message's gap is
 # skipped), among those {scope} keeps (fixed text over `n`: the scope's visible messages that pass the
 # search's filters); a failed chat reply is no context.
+# The turns each summary covers (a context's summaries point at them), visible to the scope, in order
+SUMMARY_SOURCES = """
+UNWIND $summaries AS s
+MATCH (m:Memory {{conversation_id: s.conversation_id}})
+WHERE m.project_id = $project_id AND m.seq >= s.first_seq AND m.seq <= s.last_seq AND {scope}
+WITH s, m ORDER BY m.seq
+RETURN s.id AS id, collect(m.id) AS sources
+"""
+
 MESSAGE_NEIGHBOURS = f"""
 UNWIND $ids AS wanted
 MATCH (m:Memory {{{{id: wanted}}}})

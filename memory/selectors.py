@@ -71,6 +71,9 @@ class MessageSearch:
         self._vector = vector  # the query's embedding, when the caller has it already
         # the one speaker whose messages this search ranks (narrowed_to), else None
         self.speaker: str | None = None
+        # messages of the scope (filters applied) in all and per author, once named_speaker has read them
+        self._size: int | None = None
+        self._per_author: dict[str, int] = {}
 
     def vector(self) -> list[float]:
         if self._vector is None:
@@ -82,11 +85,8 @@ class MessageSearch:
     def _where(self, var: str) -> str:
         """The messages this search may return: the scope's visible ones that pass the filters (and,
         narrowed to a speaker, that speaker's)."""
-        return self._where_all(var) + (f" AND {var}.author_name = $speaker" if self.speaker else "")
-
-    def _where_all(self, var: str) -> str:
-        """The scope's visible messages that pass the filters, whoever said them."""
-        return self.scope.visible_where(var) + self.filters.where(var)
+        speaker = f" AND {var}.author_name = $speaker" if self.speaker else ""
+        return self.scope.visible_where(var) + self.filters.where(var) + speaker
 
     def _params(self) -> dict[str, Any]:
         return {**self.scope.params(), **self.filters.params(), "speaker": self.speaker}
@@ -111,10 +111,17 @@ class MessageSearch:
             return []
         return _floored(nearest, self.vector_floor)
 
+    def _scope_size(self, where: str | None, params: dict[str, Any]) -> int:
+        """How many messages the search ranks: known from named_speaker's read for the scope itself."""
+        if where is None and self._size is not None:
+            return self._size if self.speaker is None else self._per_author.get(self.speaker, 0)
+        query = cypher.SCOPE_SIZE.format(scope=where or self._where("m"))
+        return int(self._timed("scope_size", query, **params)[0]["size"])
+
     def _nearest(self, limit: int, *, where: str | None = None, **extra: Any) -> Hits:
-        where = where or self._where("m")
         params = {**self._params(), **extra}
-        size = self._timed("scope_size", cypher.SCOPE_SIZE.format(scope=where), **params)[0]["size"]
+        size = self._scope_size(where, params)
+        where = where or self._where("m")
         if size == 0:
             return []
         vector = self.vector()
@@ -179,36 +186,69 @@ class MessageSearch:
         """The scope's messages by their indexed words (memory.text: speaker, day and text, the
         query split by the same tokenizer), above the fulltext floor. With `context` (hybrid's ranking)
         each hit's next message also gets MEMORY_CONTEXT_WEIGHT of its score: a reply is found by the
-        words of what it answers. Without it only messages holding a query word are returned. Narrowed
-        to a speaker, every message is matched but only the speaker's are returned: another speaker's
+        words of what it answers. Without it only messages holding a query word are returned."""
+        return self.fulltext_pair(limit, None, context=context)[0]
+
+    def fulltext_pair(self, limit: int, speaker: str | None, *, context: bool = False) -> tuple[Hits, Hits]:
+        """fulltext_memories, and from the same matches (twice as many when a speaker is given) the
+        speaker's messages ranked the same way: every message is matched, so another speaker's
         question still finds the speaker's reply."""
         terms = lucene.query_terms(
             " ".join(message_text.words(self.query)), max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS
         )
         if not terms:
-            return []
-        matched = limit * 2 if self.speaker else limit  # about half the matches are the speaker's
+            return [], []
+        matched = limit * 2 if speaker else limit  # about half the matches are the speaker's
         rows = self._timed(
             "fulltext",
-            cypher.MESSAGE_FULLTEXT.format(scope=self._where_all("m"), next_scope=self._where("n")),
+            cypher.MESSAGE_FULLTEXT.format(scope=self._where("m"), next_scope=self._where("n")),
             index=cypher.FULLTEXT_INDEX,
             lucene=self._lucene(terms, self.scope, field="search_text"),
             fetch=matched * 2,
             limit=matched,
             **self._params(),
         )
-        scores: dict[str, float] = {}
-        weight = settings.MEMORY_CONTEXT_WEIGHT if context else 0.0
+        ranked = rows[:limit]  # ordered by score: the matches of a search without a speaker
         # a message holding every content word of the query is evidence of relevance the vector gate lacks
         self.every_word_found = any(
-            message_text.holds_every_content_word(terms, row["words"]) for row in rows if row["words"]
+            message_text.holds_every_content_word(terms, row["words"]) for row in ranked if row["words"]
         )
+        own = self._text_scores(rows, limit, context, speaker) if speaker else []
+        return self._text_scores(ranked, limit, context, None), own
+
+    def _text_scores(
+        self, rows: list[dict[str, Any]], limit: int, context: bool, speaker: str | None
+    ) -> Hits:
+        scores: dict[str, float] = {}
+        weight = settings.MEMORY_CONTEXT_WEIGHT if context else 0.0
         for row in rows:
-            if self.speaker is None or row["author"] == self.speaker:
+            if speaker is None or row["author"] == speaker:
                 scores[row["id"]] = scores.get(row["id"], 0.0) + row["score"]
-            if row["next_id"] is not None and weight > 0:
+            credited = row["next_id"] is not None and (speaker is None or row["next_author"] == speaker)
+            if credited and weight > 0:
                 scores[row["next_id"]] = scores.get(row["next_id"], 0.0) + weight * row["score"]
         return _floored(fusion.ordered(scores)[:limit], self.text_floor)
+
+    def vector_pair(self, limit: int, speaker: str | None) -> tuple[Hits, Hits]:
+        """vector_memories, and the speaker's messages nearest the query (not gated again: the whole
+        scope's search decides relevance), from one exact scan when the scope is scanned exactly."""
+        if speaker is None:
+            return self.vector_memories(limit), []
+        if (self._size or 0) > settings.MEMORY_EXACT_SCAN_MAX:
+            ranked = self.vector_memories(limit)
+            return ranked, [] if self.off_topic else self.narrowed_to(speaker).vector_memories(limit)
+        row = self._timed(
+            "vector",
+            cypher.VECTOR_EXACT_SPEAKER.format(scope=self._where("m")),
+            vector=self.vector(),
+            limit=limit,
+            **{**self._params(), "speaker": speaker},
+        )[0]
+        nearest = _hits(row["hits"])
+        if not nearest or nearest[0].score < self.gate:
+            self.off_topic = True
+            return [], []
+        return _floored(nearest, self.vector_floor), _floored(_hits(row["own"]), self.vector_floor)
 
     def _lucene(self, terms: list[str], scope: Scope, *, field: str = "text") -> str:
         query = lucene.chunk_query(terms, project_id=None, field=field)
@@ -250,31 +290,22 @@ class MessageSearch:
         if mode == "recency":
             return self.recent_memories(limit)
         speaker = self.named_speaker()
-        if speaker is not None and mode != "fulltext":
-            self.vector()  # computed once, for the whole scope's search and the speaker's
-        own = self.narrowed_to(speaker) if speaker is not None else None
-        if mode == "vector":
-            ranked = self.vector_memories(limit)
-            if own is None or self.off_topic:
-                return ranked
-            return speaker_first(own.vector_memories(limit), ranked)[:limit]
         if mode == "fulltext":
-            ranked = self.fulltext_memories(limit)
-            return speaker_first(own.fulltext_memories(limit), ranked)[:limit] if own else ranked
+            ranked, own = self.fulltext_pair(limit, speaker)
+            return speaker_first(own, ranked)[:limit] if speaker else ranked
+        if mode == "vector":
+            ranked, own = self.vector_pair(limit, speaker)
+            return speaker_first(own, ranked)[:limit] if speaker and ranked else ranked
         depth = max(limit, settings.MEMORY_HYBRID_CANDIDATES)
-        # the fulltext queries run while the query is embedded and the vectors are scanned
-        text_future = _pool.submit(self.fulltext_memories, depth, context=True)
-        own_text_future = own and _pool.submit(own.fulltext_memories, depth, context=True)
-        vector_hits = self.vector_memories(depth)
-        own_vector_hits = own.vector_memories(depth) if own else []
-        text_hits = text_future.result()
+        # the fulltext query runs while the query is embedded and the vectors are scanned
+        text_future = _pool.submit(self.fulltext_pair, depth, speaker, context=True)
+        vector_hits, own_vector_hits = self.vector_pair(depth, speaker)
+        text_hits, own_text_hits = text_future.result()
         if self.off_topic and not self.every_word_found:
-            if own_text_future:
-                own_text_future.result()
             return []  # nothing stored is near the query, and no message holds all of its words
         ranked = fused(vector_hits, text_hits)
-        if own_text_future:
-            ranked = speaker_first(fused(own_vector_hits, own_text_future.result()), ranked)
+        if speaker:
+            ranked = speaker_first(fused(own_vector_hits, own_text_hits), ranked)
         if mode == "graph":
             ranked = self.expanded(ranked)
         return ranked[:limit]
@@ -325,21 +356,22 @@ class MessageSearch:
         among the query's words, "What did Caroline say" → "Caroline"), when the scope's messages have
         two or more authors and the request filters on none; else None. Questions about what one
         person said are answered by that person's messages (docs/decisions.md, "Memory: the speaker a
-        question names")."""
+        question names"). The same read gives the scope's size, which the vector search then needs
+        not read again."""
         if self.filters.author is not None or self.speaker or settings.MEMORY_SPEAKER_OTHER_WEIGHT >= 1:
             return None
-        asked = set(message_text.words(self.query)) - message_text.FUNCTION_WORDS
-        if not asked:
-            return None
-        rows = self._timed(
+        row = self._timed(
             "speakers",
-            cypher.SCOPE_AUTHORS.format(scope=self._where("m")),
+            cypher.SCOPE_SPEAKERS.format(scope=self._where("m")),
             limit=settings.MEMORY_SPEAKER_MAX_AUTHORS + 1,
             **self._params(),
-        )
-        if not 2 <= len(rows) <= settings.MEMORY_SPEAKER_MAX_AUTHORS:
+        )[0]
+        self._size = int(row["size"])
+        self._per_author = {a["name"]: int(a["messages"]) for a in row["authors"] if a["name"] is not None}
+        asked = set(message_text.words(self.query)) - message_text.FUNCTION_WORDS
+        if not asked or not 2 <= len(self._per_author) <= settings.MEMORY_SPEAKER_MAX_AUTHORS:
             return None
-        named = [r["name"] for r in rows if asked & set(message_text.words(r["name"]))]
+        named = [name for name in self._per_author if asked & set(message_text.words(name))]
         return named[0] if len(named) == 1 else None
 
     def narrowed_to(self, author: str) -> MessageSearch:

@@ -162,10 +162,12 @@ def test_summaries_facts_and_preferences_are_included_after_the_turns(settings) 
         by_reason.setdefault(item["reason"], []).append(item)
     assert {"hit", "summary", "fact", "preference"} <= set(by_reason)
     assert by_reason["fact"][0]["level"] == "fact" and by_reason["preference"][0]["level"] == "preference"
-    # facts and preferences point at the turn they were drawn from; turns and summaries at nothing
-    said = body["stored"][0]["id"]
+    # facts and preferences point at the turn they were drawn from, a summary at the turns it covers,
+    # turns at nothing
+    said, reply = (s["id"] for s in body["stored"])
     assert by_reason["fact"][0]["sources"] == [said] and by_reason["preference"][0]["sources"] == [said]
-    assert by_reason["hit"][0]["sources"] == [] and by_reason["summary"][0]["sources"] == []
+    assert by_reason["summary"][0]["sources"] == [said, reply]
+    assert by_reason["hit"][0]["sources"] == []
     text = data["context"]
     heading = text.index("Facts and preferences:")
     assert text.index("Summary: ") < text.index("Ana (") < heading

@@ -26,6 +26,7 @@ LISTS = {
     "message_ids",
     "sources",
     "conversation_ids",
+    "summaries",
     "vector",
     "embedding",
     "exclude",

@@ -89,7 +89,7 @@ class ContextItem(ApiModel):
     timestamp: str | None = None
     conversation_id: str | None = None
     role: str | None = None
-    sources: list[str] = Field(default_factory=list)  # a fact's or preference's source message ids
+    sources: list[str] = Field(default_factory=list)  # a fact's, preference's or summary's source message ids
 
 
 class MemoryContext(ApiModel):
