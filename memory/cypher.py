@@ -260,18 +260,16 @@ RETURN ranked[..$limit] AS hits, [x IN ranked WHERE x.author = $speaker][..$limi
 
 # Graph mode (memory.selectors.MessageSearch.expanded): the seed messages' mention keys, then in one pass
 # over the scope its size and each message holding one of those keys, with the keys it holds
-MENTION_KEYS = """
-MATCH (m:Memory {project_id: $project_id})
-WHERE m.id IN $ids
-RETURN m.id AS id, coalesce(m.mention_keys, []) AS keys
-"""
 MENTION_LINKS = """
+MATCH (s:Memory) WHERE s.id IN $ids AND s.project_id = $project_id
+WITH collect(s {{.id, held: coalesce(s.mention_keys, [])}}) AS seeds
+WITH seeds, reduce(acc = [], seed IN seeds | acc + seed.held) AS wanted
 MATCH (m:Memory {{project_id: $project_id}})
 WHERE {scope}
-WITH count(m) AS size,
-     collect(CASE WHEN any(k IN coalesce(m.mention_keys, []) WHERE k IN $keys)
-                  THEN {{id: m.id, keys: [k IN m.mention_keys WHERE k IN $keys]}} END) AS linked
-RETURN size, linked
+WITH seeds, wanted, count(m) AS size,
+     collect(CASE WHEN any(k IN coalesce(m.mention_keys, []) WHERE k IN wanted)
+                  THEN {{id: m.id, held: [k IN m.mention_keys WHERE k IN wanted]}} END) AS linked
+RETURN seeds, size, linked
 """
 
 VECTOR_EXACT = """

@@ -17,7 +17,7 @@ import math
 import time
 import unicodedata
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,7 +25,7 @@ from django.conf import settings
 from neo4j.exceptions import ClientError
 
 from core import graph
-from core.embeddings import get_embedder
+from core.embeddings import embed_soon, get_embedder
 from core.errors import InvalidInput, NotFound
 from memory import cypher
 from memory import metadata as message_metadata
@@ -68,7 +68,8 @@ class MessageSearch:
         self.scope = scope
         self.query = unicodedata.normalize("NFC", query)  # as stored text is (memory.services._kept)
         self.timings_ms: dict[str, float] = {}
-        self._vector = vector  # the query's embedding, when the caller has it already
+        # the query's embedding, when the caller has it already, or its Future (embed_early)
+        self._vector: list[float] | Future[list[float]] | None = vector
         # the one speaker whose messages this search ranks (narrowed_to), else None
         self.speaker: str | None = None
         # messages of the scope (filters applied) in all and per author, once named_speaker has read them
@@ -76,11 +77,18 @@ class MessageSearch:
         self._per_author: dict[str, int] = {}
 
     def vector(self) -> list[float]:
-        if self._vector is None:
+        """The query's embedding: computed here, or taken from the Future `embed_early` started."""
+        if not isinstance(self._vector, list):
             started = time.perf_counter()
-            self._vector = get_embedder().embed_one(self.query)
+            pending = self._vector
+            self._vector = pending.result() if pending is not None else get_embedder().embed_one(self.query)
             self.timings_ms["embedding"] = (time.perf_counter() - started) * 1000
         return self._vector
+
+    def embed_early(self) -> None:
+        """Start embedding the query on a worker thread (it takes a core while the database reads)."""
+        if self._vector is None:
+            self._vector = embed_soon(self.query)
 
     def _where(self, var: str) -> str:
         """The messages this search may return: the scope's visible ones that pass the filters (and,
@@ -289,6 +297,8 @@ class MessageSearch:
         scores; the others' scores are scaled by MEMORY_SPEAKER_OTHER_WEIGHT (speaker_first)."""
         if mode == "recency":
             return self.recent_memories(limit)
+        if mode != "fulltext":
+            self.embed_early()  # while the scope's speakers are read
         speaker = self.named_speaker()
         if mode == "fulltext":
             ranked, own = self.fulltext_pair(limit, speaker)
@@ -320,17 +330,16 @@ class MessageSearch:
         seeds = ranked[: settings.MEMORY_GRAPH_SEEDS]
         if not seeds:
             return ranked
-        rows = self._timed("mentions", cypher.MENTION_KEYS, ids=[h.chunk_id for h in seeds])
-        keys_of = {r["id"]: r["keys"] for r in rows}
-        keys = sorted({k for held in keys_of.values() for k in held})
-        if not keys:
-            return ranked
         row = self._timed(
-            "mentions", cypher.MENTION_LINKS.format(scope=self._where("m")), keys=keys, **self._params()
+            "mentions",
+            cypher.MENTION_LINKS.format(scope=self._where("m")),
+            ids=[h.chunk_id for h in seeds],
+            **self._params(),
         )[0]
+        keys_of = {seed["id"]: seed["held"] for seed in row["seeds"]}
         holders: dict[str, list[str]] = defaultdict(list)
         for linked in row["linked"]:
-            for key in linked["keys"]:
+            for key in linked["held"]:
                 holders[key].append(linked["id"])
         most = max(2.0, settings.MEMORY_GRAPH_MAX_SHARE * row["size"])
         spread: dict[str, float] = defaultdict(float)

@@ -543,7 +543,9 @@ class MemorySearchSerializer(MessageFilterFields):
     # trimmed after the length check, so blanks around a short query count toward the limit
     query = serializers.CharField(max_length=10_000, trim_whitespace=False)
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=5)  # seed 004: similarity_top_k 5
-    mode = serializers.ChoiceField(choices=["vector", "fulltext", "hybrid"], required=False, allow_null=True)
+    mode = serializers.ChoiceField(
+        choices=["vector", "fulltext", "hybrid", "graph"], required=False, allow_null=True
+    )
     min_score = MinScoreField()
 
     def validate_query(self, value: str) -> str:

@@ -68,6 +68,9 @@ def test_add_session_then_search_and_readding_is_idempotent(tenant_a: Tenant) ->
     first = next(m for m in found if m["event_id"] == f"{sid}-e0")
     assert first["author"] == "user" and first["timestamp"].startswith("2023-11-14T22:13:20")
     assert {m["author"] for m in found} == {"user", "shop_agent"}
+    # graph mode (hybrid spread through shared mentions) answers the same turns here
+    graph_found = _search(tenant_a, "running shoes size", mode="graph")
+    assert {m["event_id"] for m in graph_found} == {f"{sid}-e0", f"{sid}-e1"}
 
 
 def test_memory_is_scoped_to_app_and_user(tenant_a: Tenant, tenant_b: Tenant) -> None:

@@ -16,7 +16,7 @@ from typing_extensions import override
 from adk_knowledge._client import _Connected
 from adk_knowledge.sessions import event_json
 
-SearchMode = Literal["vector", "fulltext", "hybrid"]
+SearchMode = Literal["vector", "fulltext", "hybrid", "graph"]
 
 
 def _text(content: types.Content | None) -> str:
