@@ -104,11 +104,17 @@ def merge_runs(results: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def met(row_: dict[str, Any]) -> bool | None:
-    """Whether the row's value meets its target (None without a target or a numeric value)."""
+    """Whether the row's value meets its target (None without a target or a numeric value). Repeated
+    runs are judged by their median before rounding: 0.6991 is shown as 0.699 and misses 0.70."""
     target = row_.get("target")
     value = row_.get("value")
     if target is None:
         return None
+    runs = row_.get("runs") or []
+    if runs and all(isinstance(r, int | float) for r in runs):
+        value = statistics.median(float(r) for r in runs)
+    elif runs and all(isinstance(r, list) and r for r in runs) and len({len(r) for r in runs}) == 1:
+        value = [statistics.median(float(x) for x in column) for column in zip(*runs, strict=True)]
     if isinstance(value, list):
         value = value[target.get("component", -1)] if value else None
     if not isinstance(value, int | float):
@@ -143,10 +149,14 @@ def spread(runs: Sequence[Value] | None) -> str:
 
 
 def _round(x: float) -> float:
-    return round(float(x), 2 if abs(x) < 100 else 1)
+    """Three decimals below 1 (recalls and ratios near a target stay told apart), two below 100, else one."""
+    return round(float(x), 3 if abs(x) < 1 else 2 if abs(x) < 100 else 1)
 
 
 def _number(x: Number) -> str:
     if float(x).is_integer():
         return f"{int(x):,}" if abs(x) >= 10_000 else str(int(x))
+    if abs(x) < 1:
+        shown = f"{x:.3f}"
+        return shown[:-1] if shown.endswith("0") else shown  # 0.560 → 0.56, 0.699 stays
     return f"{x:,.2f}" if abs(x) < 100 else f"{x:,.1f}"
