@@ -94,13 +94,13 @@ def index_statements(*, hnsw_options: bool = True, filters: bool = False) -> lis
     ]
 
 
-# messages stored before they had an indexed form or mention keys (memory.indexes._backfill_search_text)
-SEARCH_TEXT_MISSING = """
+# messages stored before they had an indexed form or mention keys (memory.indexes._backfill_indexed_forms)
+INDEXED_FORM_MISSING = """
 MATCH (m:Memory) WHERE (m.search_text IS NULL OR m.mention_keys IS NULL) AND m.text IS NOT NULL
 RETURN m.id AS id, m {.text, .role, .author_name, .timestamp} AS message
 LIMIT $limit
 """
-SEARCH_TEXT_SET = """
+INDEXED_FORM_SET = """
 UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
 SET m.search_text = row.search_text, m.mention_keys = row.mention_keys

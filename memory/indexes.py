@@ -74,7 +74,7 @@ def ensure_memory_indexes(*, overwrite: bool = False) -> list[str]:
         for statement in statements:
             graph.write(statement)
         graph.write("CALL db.awaitIndexes(300)")
-        _backfill_search_text()
+        _backfill_indexed_forms()
         _report_config_drift(hnsw_options)
         _filtered = filters
         _ready = True
@@ -110,22 +110,15 @@ def _drop_fulltext_of_another_definition() -> None:
             graph.write(f"DROP INDEX {row['name']} IF EXISTS")
 
 
-def _backfill_search_text(batch: int = 5000) -> int:
+def _backfill_indexed_forms(batch: int = 5000) -> int:
     """Messages stored before messages had an indexed form (`search_text`) or mention keys
     (`mention_keys`, memory.text) get them, in batches; returns how many. Their embeddings stay those of
     their text."""
     done = 0
-    while rows := graph.read(cypher.SEARCH_TEXT_MISSING, limit=batch):
+    while rows := graph.read(cypher.INDEXED_FORM_MISSING, limit=batch):
         graph.write(
-            cypher.SEARCH_TEXT_SET,
-            rows=[
-                {
-                    "id": r["id"],
-                    "search_text": message_text.search_text(**r["message"]),
-                    "mention_keys": message_text.mention_keys(r["message"]["text"]),
-                }
-                for r in rows
-            ],
+            cypher.INDEXED_FORM_SET,
+            rows=[{"id": r["id"], **message_text.indexed(**r["message"])} for r in rows],
         )
         done += len(rows)
     if done:

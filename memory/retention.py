@@ -172,8 +172,7 @@ def messages_anonymised_write(*, project_id: str, rewrites: list[MessageRewrite]
                 "text": r.text,
                 "author_name": r.author_name,
                 "embedding": vector,
-                "search_text": message_text.search_text(**line),
-                "mention_keys": message_text.mention_keys(r.text),
+                **message_text.indexed(**line),
                 "metadata_removed": metadata.get(r.id, ({}, None))[0],
                 "metadata_keys": metadata.get(r.id, ({}, None))[1],
             }

@@ -299,10 +299,9 @@ def memories_store_plan(
             "timestamp": timestamps[p],
             "message_id": m.message_id,
             "author_name": m.author_name,
-            "search_text": message_text.search_text(
+            **message_text.indexed(
                 text=m.text, role=m.role, author_name=m.author_name, timestamp=timestamps[p]
             ),
-            "mention_keys": message_text.mention_keys(m.text),
             "token_count": count_tokens(m.text),
             "embedding": supplied.get(p),
             "refs": references[p][0],

@@ -106,7 +106,6 @@ def row_line(row: Mapping[str, Any]) -> str:
     )
 
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 MENTION_KEYS_MAX = 64
 
 
@@ -117,7 +116,7 @@ def mention_keys(text: str) -> list[str]:
     at most MENTION_KEYS_MAX, in order of appearance."""
     plain = unicodedata.normalize("NFC", text).translate(_APOSTROPHES)
     keys: dict[str, None] = {}
-    for match in _TOKEN.finditer(plain):
+    for match in _WORD.finditer(plain):
         word = match.group(0)
         if len(word) < 3 or not word[0].isupper():
             continue
@@ -127,3 +126,9 @@ def mention_keys(text: str) -> list[str]:
     content = [w for w in words(plain) if len(w) > 2 and w not in FUNCTION_WORDS]
     keys.update(dict.fromkeys(f"{a} {b}" for a, b in zip(content, content[1:], strict=False)))
     return list(keys)[:MENTION_KEYS_MAX]
+
+
+def indexed(*, text: str, role: str, author_name: str | None, timestamp: str | None) -> dict[str, Any]:
+    """What is stored beside a message's text for search: its indexed form and its mention keys."""
+    indexed_form = search_text(text=text, role=role, author_name=author_name, timestamp=timestamp)
+    return {"search_text": indexed_form, "mention_keys": mention_keys(text)}

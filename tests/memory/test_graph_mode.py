@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from core import graph
-from memory.indexes import _backfill_search_text
+from memory.indexes import _backfill_indexed_forms
 from memory.text import MENTION_KEYS_MAX, mention_keys
 from tests.conftest import make_tenant
 from tests.curation.helpers import carriers
@@ -107,7 +107,7 @@ def test_mention_keys_are_stored_backfilled_and_anonymised() -> None:
     assert "home country" in row["keys"] and "sweden" in row["keys"]
     # a message stored before mention keys existed gets them when memory is first used
     graph.write("MATCH (m:Memory {project_id: $p}) REMOVE m.mention_keys", p=pid)
-    assert _backfill_search_text() >= 8
+    assert _backfill_indexed_forms() >= 8
     (row,) = graph.read("MATCH (m:Memory {id: $id}) RETURN m.mention_keys AS keys", id=ids["necklace"])
     assert "sweden" in row["keys"]
     assert _scores(client, pid, "graph")[ids["necklace"]] > 0
