@@ -196,48 +196,59 @@ SET a.state_json = $app_state, a.version = $now, u.state_json = $user_state, u.v
 REMOVE a._lock, u._lock
 """
 
-# One event: the node, its place in the chain, the state it wrote, the tools it called or answered.
-EVENT_APPEND = """
+# A batch of events in one statement, in order: for each, the node, its place in the chain, the state
+# it wrote, the tools it called or answered. Each run of the subquery sees the writes of the runs before
+# it (Cypher's CALL semantics), so an event links to the one just written and answers its tool calls.
+# The session's state is the one after the last event.
+EVENTS_APPEND = """
+UNWIND $events AS ev
+CALL (ev) {
+  MATCH (s:Session {id: $uid})
+  WITH s, coalesce(s.in_time_order, false) AND ev.event.timestamp >= coalesce(s.max_event_time, ev.event.timestamp)
+          AS in_time_order,
+       CASE WHEN s.max_event_time > ev.event.timestamp THEN s.max_event_time ELSE ev.event.timestamp END
+          AS max_time
+  CREATE (e:Event {id: randomUUID(), project_id: $project_id, session_uid: $uid, event_id: ev.event.event_id,
+                   seq: ev.event.seq, author: ev.event.author, timestamp: ev.event.timestamp,
+                   invocation_id: ev.event.invocation_id, content_json: ev.event.content_json,
+                   actions_json: ev.event.actions_json, event_json: ev.event.event_json, text: ev.event.text})
+  CREATE (e)-[:OF_SESSION]->(s)
+  SET s.last_update_time = ev.event.timestamp, s.revision = s.revision + 1,
+      s.event_count = ev.event.seq, s.in_time_order = in_time_order, s.max_event_time = max_time
+  REMOVE s._lock
+  WITH s, e
+  CALL (e, ev) {
+    MATCH (prev:Event) WHERE prev.session_uid = $uid AND prev.seq = ev.event.seq - 1
+    CREATE (prev)-[:NEXT]->(e)
+  }
+  CALL (s, e, ev) {
+    UNWIND ev.writes AS w
+    CREATE (e)-[:WROTE_STATE {key: w.key, from_value_json: w.from_json, to_value_json: w.to_json,
+                              timestamp: ev.event.timestamp}]->(s)
+  }
+  CALL (e, ev) {
+    UNWIND ev.calls AS c
+    CREATE (t:ToolCall {id: randomUUID(), project_id: $project_id, session_uid: $uid, call_id: c.call_id,
+                        name: c.name, parameters_json: c.parameters_json, timestamp: ev.event.timestamp,
+                        status: 'called'})
+    CREATE (e)-[:INVOKED_TOOL]->(t)
+  }
+  CALL (e, ev) {
+    UNWIND ev.responses AS r
+    MATCH (t:ToolCall {session_uid: $uid})
+    WHERE (r.call_id IS NOT NULL AND t.call_id = r.call_id)
+       OR (r.call_id IS NULL AND t.name = r.name AND t.status = 'called')
+    WITH r, t ORDER BY t.timestamp DESC LIMIT 1
+    SET t.status = CASE WHEN r.error THEN 'error' ELSE 'responded' END,
+        t.latency_ms = toInteger(round((ev.event.timestamp - t.timestamp) * 1000)),
+        t.response_json = r.response_json, t.error_msg = r.error_msg
+    CREATE (e)-[:RESPONDED_TO]->(t)
+  }
+}
+WITH count(*) AS written
 MATCH (s:Session {id: $uid})
-WITH s, coalesce(s.in_time_order, false) AND $event.timestamp >= coalesce(s.max_event_time, $event.timestamp)
-        AS in_time_order,
-     CASE WHEN s.max_event_time > $event.timestamp THEN s.max_event_time ELSE $event.timestamp END AS max_time
-CREATE (e:Event {id: randomUUID(), project_id: $project_id, session_uid: $uid, event_id: $event.event_id,
-                 seq: $event.seq, author: $event.author, timestamp: $event.timestamp,
-                 invocation_id: $event.invocation_id, content_json: $event.content_json,
-                 actions_json: $event.actions_json, event_json: $event.event_json, text: $event.text})
-CREATE (e)-[:OF_SESSION]->(s)
-SET s.state_json = $state_json, s.last_update_time = $event.timestamp, s.revision = s.revision + 1,
-    s.event_count = $event.seq, s.in_time_order = in_time_order, s.max_event_time = max_time
-REMOVE s._lock
-WITH s, e
-CALL (e) {
-  MATCH (prev:Event) WHERE prev.session_uid = $uid AND prev.seq = $event.seq - 1
-  CREATE (prev)-[:NEXT]->(e)
-}
-CALL (s, e) {
-  UNWIND $writes AS w
-  CREATE (e)-[:WROTE_STATE {key: w.key, from_value_json: w.from_json, to_value_json: w.to_json,
-                            timestamp: $event.timestamp}]->(s)
-}
-CALL (e) {
-  UNWIND $calls AS c
-  CREATE (t:ToolCall {id: randomUUID(), project_id: $project_id, session_uid: $uid, call_id: c.call_id,
-                      name: c.name, parameters_json: c.parameters_json, timestamp: $event.timestamp,
-                      status: 'called'})
-  CREATE (e)-[:INVOKED_TOOL]->(t)
-}
-CALL (e) {
-  UNWIND $responses AS r
-  MATCH (t:ToolCall {session_uid: $uid})
-  WHERE (r.call_id IS NOT NULL AND t.call_id = r.call_id) OR (r.call_id IS NULL AND t.name = r.name AND t.status = 'called')
-  WITH r, t ORDER BY t.timestamp DESC LIMIT 1
-  SET t.status = CASE WHEN r.error THEN 'error' ELSE 'responded' END,
-      t.latency_ms = toInteger(round(($event.timestamp - t.timestamp) * 1000)),
-      t.response_json = r.response_json, t.error_msg = r.error_msg
-  CREATE (e)-[:RESPONDED_TO]->(t)
-}
-RETURN e.id AS uid
+SET s.state_json = $state_json
+RETURN written
 """
 
 TIMELINE = """

@@ -261,19 +261,25 @@ def events_append(
         _check_fresh(row, expected_revision, expected_last_update_time)
         state = json.loads(row["state_json"] or "{}")
         seq = int(row["event_count"] or 0)
+        rows = []
         for plan in plans:
             seq += 1
             writes = _state_writes(state, plan.session_delta)
-            tx.run(
-                cypher.EVENT_APPEND,
-                uid=row["uid"],
-                project_id=project_id,
-                state_json=_json(state, what="state"),
-                event=_event_row(plan, seq),
-                writes=writes,
-                calls=plan.calls,
-                responses=plan.responses,
-            ).consume()
+            rows.append(
+                {
+                    "event": _event_row(plan, seq),
+                    "writes": writes,
+                    "calls": plan.calls,
+                    "responses": plan.responses,
+                }
+            )
+        tx.run(
+            cypher.EVENTS_APPEND,
+            uid=row["uid"],
+            project_id=project_id,
+            events=rows,
+            state_json=_json(state, what="state"),
+        ).consume()
         if app_delta or user_delta:
             _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now_ms())
         return {

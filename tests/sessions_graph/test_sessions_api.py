@@ -254,6 +254,38 @@ def test_state_history_answers_who_changed_a_key(tenant_a: Tenant) -> None:
     ]
 
 
+def test_one_burst_chains_its_events_and_records_each_state_change(tenant_a: Tenant) -> None:
+    """A burst is one statement: each event links to the one before it (also the one written
+    earlier in the same burst) and each state change records the value the event before left."""
+    sid = _create(tenant_a, state={"stage": "new"})["id"]
+    _append(tenant_a, sid, _event(delta={"stage": "first"}, timestamp=5.0))
+    burst = [_event(author=f"a{i}", delta={"stage": f"s{i}"}, timestamp=10.0 + i) for i in range(4)]
+    url = f"{_base(tenant_a)}/{sid}/events"
+    written = tenant_a.client(tenant_a.write_key).post(url, {"events": burst}, format="json")
+    assert written.status_code == 201, written.content
+    history = (
+        tenant_a.client(tenant_a.read_key)
+        .get(f"{_base(tenant_a)}/{sid}/state-history?key=stage")
+        .json()["changes"]
+    )
+    assert [(h["author"], h["from"], h["to"]) for h in history] == [
+        ("user", "new", "first"),
+        ("a0", "first", "s0"),
+        ("a1", "s0", "s1"),
+        ("a2", "s1", "s2"),
+        ("a3", "s2", "s3"),
+    ]
+    chain = graph.read(
+        "MATCH (s:Session {session_id: $sid, project_id: $p})<-[:OF_SESSION]-(e:Event) "
+        "OPTIONAL MATCH (e)-[:NEXT]->(n:Event) "
+        "WITH e, n ORDER BY e.seq RETURN collect([e.seq, n.seq]) AS links",
+        sid=sid,
+        p=tenant_a.project.id,
+    )[0]["links"]
+    assert chain == [[1, 2], [2, 3], [3, 4], [4, 5], [5, None]]
+    assert _get(tenant_a, sid).json()["state"] == {"stage": "s3"}
+
+
 def test_delete_cascades_but_keeps_shadow_state(tenant_a: Tenant) -> None:
     sid = _create(tenant_a)["id"]
     _append(tenant_a, sid, _event(delta={"k": 1, "app:a": 1, "user:u": 1}))
