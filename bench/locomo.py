@@ -63,6 +63,7 @@ def conversations() -> list[dict[str, Any]]:
             {
                 "id": item.get("sample_id") or f"conv-{len(out)}",
                 "speaker_a": conv["speaker_a"],
+                "speaker_b": conv["speaker_b"],
                 "sessions": sessions,
                 "questions": questions,
             }

@@ -44,6 +44,7 @@ from bench import (  # noqa: E402
     drift,
     ingestion,
     locomo,
+    locomo_answers,
     maf_provider,
     memory,
     memory_floor,
@@ -68,6 +69,7 @@ BENCHMARKS = {
     "memory_floor": memory_floor,
     "memory_ingest": memory_ingest,
     "locomo": locomo,
+    "locomo_answers": locomo_answers,
     "sessions": sessions,
 }
 DEFAULT_REPEATS = 3
