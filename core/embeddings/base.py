@@ -25,6 +25,8 @@ class Embedder(ABC):
         if batch_size < 1:
             raise InvalidInput("embedding batch size must be at least 1")
         self.batch_size = batch_size
+        self._inflight: dict[str, Future[list[float]]] = {}
+        self._inflight_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -42,7 +44,26 @@ class Embedder(ABC):
         return vectors
 
     def embed_one(self, text: str) -> list[float]:
-        return self.embed([text])[0]
+        """The vector of one text. Calls for the same text at the same time share one computation
+        (an agent's knowledge and memory searches of one question arrive together); nothing is kept
+        once it is done, so a later call computes again."""
+        with self._inflight_lock:
+            pending = self._inflight.get(text)
+            owner = pending is None
+            if pending is None:
+                pending = self._inflight[text] = Future()
+        if not owner:
+            return Vector(pending.result())  # a copy: each caller owns its list
+        try:
+            vector = self.embed([text])[0]
+            pending.set_result(vector)
+            return vector
+        except BaseException as exc:
+            pending.set_exception(exc)
+            raise
+        finally:
+            with self._inflight_lock:
+                del self._inflight[text]
 
     def warm(self) -> None:
         """Load whatever the first call would (the local model); nothing for remote embedders."""

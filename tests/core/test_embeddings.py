@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -110,6 +111,43 @@ def test_openai_embedder_retries_429_after_the_retry_after_wait(fake_openai: Fak
     assert len(calls) == 2
     # the retry reached the server only after the wait the header asked for
     assert calls[1].received_at - calls[0].received_at >= 0.9
+
+
+def test_the_same_text_embedded_at_the_same_time_is_computed_once(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]
+    """An agent's knowledge and memory searches of one question embed it together: one request to
+    the embedding service serves both; a later call asks again (nothing is kept)."""
+    settings.EMBEDDINGS_API_KEY = "sk-test"
+    settings.EMBEDDINGS_BASE_URL = fake_openai.base_url
+    embedder = make_embedder(provider="openai", model="text-embedding-3-small", dimensions=8)
+    fake_openai.queue(Step(delay_sec=0.5))  # the first request is slow; the second caller arrives meanwhile
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(embedder.embed_one, "where is the lighthouse")
+        time.sleep(0.1)
+        second = pool.submit(embedder.embed_one, "where is the lighthouse")
+        vectors = [first.result(), second.result()]
+    assert len(fake_openai.requests_to("/embeddings")) == 1
+    assert vectors[0] == vectors[1] == pytest.approx(hashed_vector("where is the lighthouse", 8))
+    assert vectors[0] is not vectors[1]  # each caller owns its list
+    other = embedder.embed_one("another question")  # a different text is not held up by anything
+    assert other == pytest.approx(hashed_vector("another question", 8))
+    embedder.embed_one("where is the lighthouse")
+    assert len(fake_openai.requests_to("/embeddings")) == 3
+
+
+def test_a_failed_shared_embedding_fails_every_caller_and_is_not_kept(
+    fake_openai: FakeOpenAI, settings
+) -> None:  # type: ignore[no-untyped-def]
+    settings.EMBEDDINGS_API_KEY = "sk-test"
+    settings.EMBEDDINGS_BASE_URL = fake_openai.base_url
+    embedder = make_embedder(provider="openai", model="text-embedding-3-small", dimensions=8)
+    fake_openai.queue(Step(status=400, delay_sec=0.5))  # not retried: a client error
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(embedder.embed_one, "q")
+        time.sleep(0.1)
+        second = pool.submit(embedder.embed_one, "q")
+        failures = [f.exception() for f in (first, second)]
+    assert all(f is not None for f in failures) and len(fake_openai.requests_to("/embeddings")) == 1
+    assert embedder.embed_one("q") == pytest.approx(hashed_vector("q", 8))
 
 
 def test_wrong_dimension_from_server_is_rejected(fake_openai: FakeOpenAI, settings) -> None:  # type: ignore[no-untyped-def]
