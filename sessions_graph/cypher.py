@@ -29,7 +29,12 @@ MIGRATIONS: list[str] = [
     "s.last_update_time = toFloat(s.last_update_time) / 1000.0",
 ]
 
-SESSION_CREATE = """
+SESSION_FIELDS = """s {.id, .session_id, .app_name, .user_id, .state_json, .created_at, .last_update_time,
+                  .revision, .event_count} AS session"""
+
+# A new session, read back with the app and user state it starts with.
+SESSION_CREATE = (
+    """
 MERGE (a:App {project_id: $project_id, name: $app_name})
   ON CREATE SET a.id = randomUUID()
 MERGE (u:User {project_id: $project_id, app_name: $app_name, user_id: $user_id})
@@ -39,11 +44,13 @@ CREATE (s:Session {id: $uid, project_id: $project_id, app_name: $app_name, user_
                    session_id: $session_id, state_json: $state_json, created_at: $now,
                    last_update_time: $now, revision: 0, event_count: 0, in_time_order: true})
 CREATE (u)-[:STARTED_SESSION]->(s)
-RETURN s.id AS uid
-"""
-
-SESSION_FIELDS = """s {.id, .session_id, .app_name, .user_id, .state_json, .created_at, .last_update_time,
-                  .revision, .event_count} AS session"""
+WITH s
+OPTIONAL MATCH (ap:AppState {project_id: $project_id, app_name: $app_name})
+OPTIONAL MATCH (us:UserState {project_id: $project_id, app_name: $app_name, user_id: $user_id})
+RETURN """
+    + SESSION_FIELDS
+    + ", ap.state_json AS app_state, us.state_json AS user_state"
+)
 
 SESSION_GET = (
     """

@@ -14,7 +14,8 @@ from sessions_graph import cypher
 APP_PREFIX, USER_PREFIX = "app:", "user:"
 
 
-def _session(row: dict[str, Any], app_state: str | None, user_state: str | None) -> dict[str, Any]:
+def session_record(row: dict[str, Any], app_state: str | None, user_state: str | None) -> dict[str, Any]:
+    """A session as the API answers it: its own state with the app and user state merged in."""
     state = json.loads(row["state_json"] or "{}")
     state.update({f"{APP_PREFIX}{k}": v for k, v in json.loads(app_state or "{}").items()})
     state.update({f"{USER_PREFIX}{k}": v for k, v in json.loads(user_state or "{}").items()})
@@ -71,7 +72,7 @@ def session_get(
         rows = graph.read(cypher.SESSION_READ_EVENTS, **key, **page)
     if not rows:
         return None
-    session = _session(rows[0]["session"], rows[0]["app_state"], rows[0]["user_state"])
+    session = session_record(rows[0]["session"], rows[0]["app_state"], rows[0]["user_state"])
     if not with_events:
         return session
     events = rows[0]["events"]

@@ -21,7 +21,7 @@ from core import graph
 from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from core.graph.schema import ensure_schema
 from sessions_graph import cypher
-from sessions_graph.selectors import session_get
+from sessions_graph.selectors import session_record
 
 APP_PREFIX, USER_PREFIX, TEMP_PREFIX = "app:", "user:", "temp:"
 MAX_EVENT_BYTES = 1024 * 1024
@@ -74,8 +74,11 @@ def session_create(
     now = time.time()  # ADK's float seconds: a new session's last_update_time
     ensure_schema()
 
-    def work(tx: ManagedTransaction) -> None:
-        tx.run(
+    def work(tx: ManagedTransaction) -> dict[str, Any]:
+        # the shared state first, so the new session is read back with it in the create itself
+        if app_delta or user_delta:
+            _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now_ms())
+        row = tx.run(
             cypher.SESSION_CREATE,
             uid=str(uuid.uuid4()),
             project_id=project_id,
@@ -84,17 +87,20 @@ def session_create(
             session_id=session_id,
             state_json=state_json,
             now=now,
-        ).consume()
-        if app_delta or user_delta:
-            _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now_ms())
+        ).single()
+        assert row is not None
+        return dict(row)
 
     try:
-        graph.write_tx(work)
+        row = graph.write_tx(work)
     except ConstraintError as exc:
         raise Conflict(f"session {session_id!r} already exists", details={"session_id": session_id}) from exc
-    found = session_get(project_id=project_id, app_name=app_name, user_id=user_id, session_id=session_id)
-    assert found is not None
-    return found
+    # as a read of the new session answers: no events yet
+    return {
+        **session_record(row["session"], row["app_state"], row["user_state"]),
+        "events": [],
+        "next_events_cursor": None,
+    }
 
 
 def _shadow_update(
