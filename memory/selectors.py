@@ -337,18 +337,20 @@ class MessageSearch:
             **self._params(),
         )[0]
         keys_of = {seed["id"]: seed["held"] for seed in row["seeds"]}
+        wanted = {key for held in keys_of.values() for key in held}
         holders: dict[str, list[str]] = defaultdict(list)
-        for linked in row["linked"]:
-            for key in linked["held"]:
-                holders[key].append(linked["id"])
-        most = max(2.0, settings.MEMORY_GRAPH_MAX_SHARE * row["size"])
+        for memory_id, held in row["keyed"]:
+            for key in wanted.intersection(held or ()):
+                holders[key].append(memory_id)
+        size = len(row["keyed"])
+        most = max(2.0, settings.MEMORY_GRAPH_MAX_SHARE * size)
         spread: dict[str, float] = defaultdict(float)
         for seed in seeds:
             for key in keys_of.get(seed.chunk_id, []):
                 held_by = holders.get(key, [])
                 if not 2 <= len(held_by) <= most:
                     continue
-                rarity = math.log(row["size"] / len(held_by))
+                rarity = math.log(size / len(held_by))
                 for memory_id in held_by:
                     if memory_id != seed.chunk_id:
                         spread[memory_id] += seed.score * rarity
