@@ -18,7 +18,7 @@ import neo4j
 from django.conf import settings
 from neo4j import Driver, GraphDatabase, ManagedTransaction, RoutingControl
 from neo4j.exceptions import DriverError, Neo4jError, ServiceUnavailable, SessionExpired
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
 
 from core.errors import DependencyUnavailable
 
@@ -160,11 +160,35 @@ def read_column(query: str, column: str, **params: Any) -> list[Any]:
     return [record[column] for record in records]
 
 
+# A node or relationship a statement had matched was deleted by a transaction that committed before
+# the statement loaded it (a job linking messages while the user forgets them). The failed transaction
+# is rolled back whole, so running it again is a first run that no longer matches what is gone.
+ENTITY_VANISHED = "Neo.ClientError.Statement.EntityNotFound"
+VANISHED_ATTEMPTS = 3
+
+
+def _vanished(exc: BaseException) -> bool:
+    return isinstance(exc, Neo4jError) and exc.code == ENTITY_VANISHED
+
+
+def _again_if_vanished(work: Callable[[], T]) -> T:
+    """`work()`, run again (at most VANISHED_ATTEMPTS times in all) when what it matched was deleted
+    concurrently; any other error is raised at once."""
+    for attempt in Retrying(
+        retry=retry_if_exception(_vanished), stop=stop_after_attempt(VANISHED_ATTEMPTS), reraise=True
+    ):
+        with attempt:
+            return work()
+    raise AssertionError("unreachable")  # pragma: no cover - Retrying reraises
+
+
 def write(query: str, **params: Any) -> list[dict[str, Any]]:
     """Run one write query in its own transaction and return plain dicts."""
     with translate_errors():
-        records, _summary, _keys = get_driver().execute_query(
-            query, params, database_=database(), routing_=RoutingControl.WRITE
+        records, _summary, _keys = _again_if_vanished(
+            lambda: get_driver().execute_query(
+                query, params, database_=database(), routing_=RoutingControl.WRITE
+            )
         )
     return [record.data() for record in records]
 
@@ -176,9 +200,10 @@ def write_autocommit(query: str, **params: Any) -> list[dict[str, Any]]:
 
 
 def write_tx(work: Callable[[ManagedTransaction], T]) -> T:
-    """Run `work(tx)` in one write transaction (retried by the driver on transient errors)."""
+    """Run `work(tx)` in one write transaction (retried by the driver on transient errors, and here
+    when something it matched was deleted concurrently)."""
     with translate_errors(), get_driver().session(database=database()) as session:
-        return session.execute_write(work)
+        return _again_if_vanished(lambda: session.execute_write(work))
 
 
 def read_tx(work: Callable[[ManagedTransaction], T]) -> T:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from neo4j.exceptions import ClientError
@@ -53,3 +54,37 @@ def test_a_vector_parameter_is_a_list_to_neo4j_with_a_short_repr(caplog) -> None
         assert row["self"] == pytest.approx(1.0)
     finally:
         graph.write("MATCH (n:VectorProbe {marker: $marker}) DELETE n", marker=marker)
+
+
+def test_a_write_whose_match_vanished_is_run_again_and_other_errors_are_not() -> None:
+    """A transaction that fails because a node it matched was deleted by another transaction in the
+    meantime (Neo4j's EntityNotFound) is rolled back whole and run again; what it wrote in the failed
+    attempt is not kept. Any other client error is raised at once."""
+    from neo4j.exceptions import Neo4jError
+
+    marker = f"vanished-{uuid.uuid4().hex}"
+    attempts: list[int] = []
+
+    def work(tx: Any) -> int:
+        attempts.append(1)
+        tx.run("CREATE (:ReadProbe {marker: $marker})", marker=marker).consume()
+        if len(attempts) == 1:  # what the server answers when a matched node was deleted concurrently
+            raise Neo4jError.hydrate(code=graph.ENTITY_VANISHED, message="Unable to load NODE 4:x:60.")
+        return len(attempts)
+
+    try:
+        assert graph.write_tx(work) == 2
+        assert graph.read("MATCH (n:ReadProbe {marker: $marker}) RETURN count(n) AS n", marker=marker) == [
+            {"n": 1}
+        ]
+        attempts.clear()
+
+        def bad(tx: Any) -> None:
+            attempts.append(1)
+            tx.run("THIS IS NOT CYPHER").consume()
+
+        with pytest.raises(ClientError):
+            graph.write_tx(bad)
+        assert len(attempts) == 1
+    finally:
+        graph.write("MATCH (n:ReadProbe {marker: $marker}) DETACH DELETE n", marker=marker)
