@@ -137,6 +137,9 @@ API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="600/min")
 # Failed authentications and cross-tenant probes (another project's id, a missing scope) allowed per
 # client address and per key prefix; past it every request from there answers 429 until the window ends.
 API_PROBE_RATE = env.str("API_PROBE_RATE", default="30/min")
+# A process uses an API key row it read before for at most this long (seconds) while no key changed
+# (changes through the ORM, admin or API are seen at once, raw SQL edits after this); 0 reads every time.
+AUTH_KEY_CACHE_SEC = env.float("AUTH_KEY_CACHE_SEC", default=30.0)
 # Projects one API key (admin scope) may create; staff users with core.add_project have no quota.
 API_KEY_PROJECT_QUOTA = env.int("API_KEY_PROJECT_QUOTA", default=20)
 # An open progress websocket re-checks its key at most this often (seconds) while events flow;

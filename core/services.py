@@ -10,6 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core import graph
+from core.auth.keys import keys_changed
 from core.auth.signals import key_sockets_close
 from core.dto import IssuedApiKey, ProjectData
 from core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
@@ -93,6 +94,7 @@ def api_key_create(*, project_id: str, name: str, scopes: list[str], rate_limit:
 def api_key_revoke(*, key_id: int) -> None:
     """Revoke a key; its open websockets are closed once this commits."""
     prefix = ApiKey.objects.filter(pk=key_id).values_list("prefix", flat=True).first()
+    keys_changed()
     if ApiKey.objects.filter(pk=key_id, revoked_at__isnull=True).update(revoked_at=timezone.now()):
         key_sockets_close(prefix=str(prefix))
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from core.api.throttling import PROBE_PATHS, probe_block_seconds, probe_identities, probe_record
+from core.api.throttling import PROBE_PATHS, probe_check, probe_identities, probe_record
 from core.errors import dependency_response, json_error
 
 
@@ -56,7 +56,7 @@ class ProbeThrottleMiddleware:
         if not request.path.startswith(PROBE_PATHS):
             return self.get_response(request)
         idents = probe_identities(request)
-        wait = probe_block_seconds(idents)
+        wait, request.key_epoch = probe_check(idents)
         if wait:
             response = json_error(
                 429,

@@ -19,7 +19,7 @@ from redis.commands.core import Script
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from core.auth.keys import KEY_RE, request_api_key
+from core.auth.keys import KEY_EPOCH, KEY_RE, key_epoch_initial, request_api_key
 from core.runtime.redis_client import get_redis
 
 logger = logging.getLogger(__name__)
@@ -115,21 +115,21 @@ def _probe_window() -> tuple[int, int]:
     return int(limit or 0), int(duration or 60)
 
 
-def probe_block_seconds(idents: list[str]) -> int:
-    """Seconds until the current window ends when any identity has used up its probes, else 0."""
+def probe_check(idents: list[str]) -> tuple[int, str | None]:
+    """Seconds until the current window ends when any identity has used up its probes, else 0; and
+    the API-key epoch (core.auth.keys), read in the same round trip. Redis down: (0, None)."""
     limit, duration = _probe_window()
-    if limit <= 0:
-        return 0
+    window = int(time.time()) // duration
+    names = [f"probe:{ident}:{window}" for ident in idents] if limit > 0 else []
     try:
-        client = get_redis()
-        window = int(time.time()) // duration
-        counts = client.mget([f"probe:{ident}:{window}" for ident in idents])
+        values = get_redis().mget([*names, KEY_EPOCH])
     except Exception as exc:  # noqa: BLE001 - fail open, as the request throttle does
         logger.warning("probe counter unavailable, request allowed: %s", exc)
-        return 0
-    if any(int(c or 0) >= limit for c in counts):
-        return max(1, duration - int(time.time()) % duration)
-    return 0
+        return 0, None
+    epoch = key_epoch_initial(values[-1])
+    if any(int(c or 0) >= limit for c in values[:-1]):
+        return max(1, duration - int(time.time()) % duration), epoch
+    return 0, epoch
 
 
 def probe_record(idents: list[str]) -> None:

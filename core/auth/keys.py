@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import hmac
+import logging
 import re
+import time
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from django.db import transaction
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -16,18 +21,73 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
 from core.models import ApiKey
+from core.runtime.redis_client import get_redis
+
+logger = logging.getLogger(__name__)
 
 KEY_RE = re.compile(r"^kp_([0-9a-f]{8})_([A-Za-z0-9]{20,64})$")
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
+# Each process keeps the key rows it has read, each with the key epoch (a Redis value) it was read
+# under; a row is used again only while the epoch is unchanged and it is younger than
+# AUTH_KEY_CACHE_SEC. Every change to a key through the ORM, the admin or core.services sets a new
+# epoch, before and again after its commit, so every process sees a revocation on its next request;
+# a row changed behind the ORM's back (raw SQL) is read again within AUTH_KEY_CACHE_SEC. Without an
+# epoch (Redis down or not read) the row is always read from the database.
+KEY_EPOCH = "auth:key-epoch"
+_KEPT_MAX = 10_000
+_kept: dict[str, tuple[str, float, ApiKey]] = {}  # prefix -> (epoch, read at (monotonic s), row)
 
-def key_lookup(raw_key: str) -> ApiKey | None:
-    """The active ApiKey for a presented key string, or None (malformed, unknown, wrong, revoked)."""
+
+def keys_changed() -> None:
+    """A key row is changing: set a new epoch now (so no process keeps using what it read) and
+    again once the transaction commits (so no process keeps what it read before the commit)."""
+    _new_epoch()
+    transaction.on_commit(_new_epoch, robust=True)
+
+
+def _new_epoch() -> None:
+    try:
+        get_redis().set(KEY_EPOCH, f"{time.time_ns()}-{uuid.uuid4().hex[:8]}")
+    except Exception as exc:  # noqa: BLE001 - kept rows still expire after AUTH_KEY_CACHE_SEC
+        logger.warning("could not set a new API-key epoch: %s", exc)
+
+
+def key_epoch_initial(value: bytes | str | None) -> str | None:
+    """The epoch read from Redis; when none is set yet, one is set (first writer wins) and the
+    request at hand reads the database."""
+    if value is not None:
+        return value.decode() if isinstance(value, bytes) else value
+    try:
+        get_redis().set(KEY_EPOCH, f"{time.time_ns()}-{uuid.uuid4().hex[:8]}", nx=True)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("could not set the API-key epoch: %s", exc)
+    return None
+
+
+def _key_row(prefix: str, epoch: str | None) -> ApiKey | None:
+    ttl = settings.AUTH_KEY_CACHE_SEC
+    if epoch is not None and ttl > 0:
+        kept = _kept.get(prefix)
+        if kept is not None and kept[0] == epoch and time.monotonic() - kept[1] < ttl:
+            return kept[2]
+    read_at = time.monotonic()
+    key = ApiKey.objects.filter(prefix=prefix).first()
+    if key is not None and epoch is not None and ttl > 0:
+        if len(_kept) >= _KEPT_MAX:
+            _kept.clear()
+        _kept[prefix] = (epoch, read_at, key)
+    return key
+
+
+def key_lookup(raw_key: str, epoch: str | None = None) -> ApiKey | None:
+    """The active ApiKey for a presented key string, or None (malformed, unknown, wrong, revoked).
+    `epoch`: the key epoch read from Redis for this request (see above); None reads the database."""
     match = KEY_RE.match(raw_key.strip())
     if not match:
         return None
     prefix, secret = match.groups()
-    key = ApiKey.objects.select_related("project").filter(prefix=prefix).first()
+    key = _key_row(prefix, epoch)
     if key is None or not hmac.compare_digest(key.secret_hash, ApiKey.hash_secret(secret)):
         return None
     if key.is_revoked:
@@ -68,7 +128,8 @@ class ApiKeyAuthentication(BaseAuthentication):
             return None
         if len(parts) != 2:
             raise exceptions.AuthenticationFailed("malformed Authorization header; use 'Bearer <key>'")
-        key = key_lookup(parts[1].decode("latin-1"))
+        # read by ProbeThrottleMiddleware in the same Redis round trip as the probe counters
+        key = key_lookup(parts[1].decode("latin-1"), getattr(request, "key_epoch", None))
         if key is None:
             raise exceptions.AuthenticationFailed("invalid, unknown or revoked API key")
         return KeyUser(api_key=key), key

@@ -1,4 +1,5 @@
-"""Model signals of the core app: a revoked or deleted API key closes its open websockets."""
+"""Model signals of the core app: a changed API key is read again by every process (a new key epoch),
+and a revoked or deleted one closes its open websockets."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from core.auth.keys import keys_changed
 from core.auth.websocket import key_group
 from core.models import ApiKey
 
@@ -34,10 +36,12 @@ def key_sockets_close(*, prefix: str) -> None:
 
 @receiver(post_save, sender=ApiKey, dispatch_uid="core.apikey.revoked")
 def _key_saved(sender: Any, instance: ApiKey, created: bool, **kwargs: Any) -> None:
+    keys_changed()
     if instance.revoked_at is not None:
         key_sockets_close(prefix=instance.prefix)
 
 
 @receiver(post_delete, sender=ApiKey, dispatch_uid="core.apikey.deleted")
 def _key_deleted(sender: Any, instance: ApiKey, **kwargs: Any) -> None:
+    keys_changed()
     key_sockets_close(prefix=instance.prefix)

@@ -5,7 +5,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core import graph
+from core.auth.keys import KEY_EPOCH
 from core.models import ApiKey, Project
+from core.runtime.redis_client import get_redis
+from core.services import api_key_revoke
 from tests.conftest import Tenant
 
 
@@ -56,12 +59,49 @@ def test_wrong_secret_with_real_prefix_is_401(tenant_a: Tenant) -> None:
 
 
 @pytest.mark.django_db
-def test_revoked_key_is_401(tenant_a: Tenant) -> None:
+def test_revoked_key_is_401_on_the_next_request(tenant_a: Tenant) -> None:
     client = tenant_a.client(tenant_a.read_key)
-    assert client.get(f"/api/v1/projects/{tenant_a.project.id}").status_code == 200
-    ApiKey.objects.filter(pk=tenant_a.read_key.id).update(revoked_at=timezone.now())
+    for _ in range(2):  # the second request uses the row kept by the first
+        assert client.get(f"/api/v1/projects/{tenant_a.project.id}").status_code == 200
+    api_key_revoke(key_id=tenant_a.read_key.id)
     response = client.get(f"/api/v1/projects/{tenant_a.project.id}")
     assert response.status_code == 401
+
+
+@pytest.mark.django_db
+def test_key_changed_through_the_orm_is_read_again_on_the_next_request(tenant_a: Tenant) -> None:
+    client = tenant_a.client(tenant_a.write_key)
+    url = f"/api/v1/projects/{tenant_a.project.id}/documents"
+    assert client.get(url).status_code == 200
+    row = ApiKey.objects.get(pk=tenant_a.write_key.id)
+    row.scopes = []  # as the admin's change form saves it
+    row.save()
+    assert client.get(url).status_code == 403
+    row.delete()
+    assert client.get(url).status_code == 401
+
+
+@pytest.mark.django_db
+def test_key_row_edited_behind_the_orm_is_read_again_once_the_epoch_changes(tenant_a: Tenant) -> None:
+    """A raw UPDATE sets no epoch: the kept row is used until another process's change (simulated
+    by setting the epoch in Redis, as any process changing a key does) or AUTH_KEY_CACHE_SEC."""
+    client = tenant_a.client(tenant_a.read_key)
+    url = f"/api/v1/projects/{tenant_a.project.id}"
+    assert client.get(url).status_code == 200
+    ApiKey.objects.filter(pk=tenant_a.read_key.id).update(revoked_at=timezone.now())
+    assert client.get(url).status_code == 200
+    get_redis().set(KEY_EPOCH, "set-by-another-process")
+    assert client.get(url).status_code == 401
+
+
+@pytest.mark.django_db
+def test_key_rows_are_not_kept_when_the_cache_is_off(tenant_a: Tenant, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.AUTH_KEY_CACHE_SEC = 0
+    client = tenant_a.client(tenant_a.read_key)
+    url = f"/api/v1/projects/{tenant_a.project.id}"
+    assert client.get(url).status_code == 200
+    ApiKey.objects.filter(pk=tenant_a.read_key.id).update(revoked_at=timezone.now())
+    assert client.get(url).status_code == 401
 
 
 @pytest.mark.django_db
