@@ -182,7 +182,7 @@ MATCH (s:Session {project_id: $project_id, app_name: $app_name, user_id: $user_i
 USING INDEX s:Session(project_id, app_name, user_id, session_id)
 SET s._lock = true
 RETURN s.id AS uid, s.last_update_time AS last_update_time, s.revision AS revision,
-       s.event_count AS event_count, s.state_json AS state_json
+       s.event_count AS event_count, s.state_json AS state_json, s.max_event_time AS max_event_time
 """
 
 SHADOW_LOCK = """

@@ -11,7 +11,7 @@ import json
 import math
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from neo4j import ManagedTransaction
@@ -175,6 +175,7 @@ class _Append:
     scope, and its tool calls and responses."""
 
     event: dict[str, Any]
+    stamped: bool  # the event came without a timestamp: it is given one under the session lock
     content: dict[str, Any] | None
     stored_actions: dict[str, Any]
     stored_event: dict[str, Any]
@@ -191,7 +192,7 @@ def _append_checked(event: dict[str, Any]) -> _Append:
     event.setdefault("id", str(uuid.uuid4()))
     timestamp = event.get("timestamp")
     if timestamp is None:
-        event["timestamp"] = time.time()
+        event["timestamp"] = time.time()  # for now: `_stamped` sets it once the session is locked
     elif (
         not isinstance(timestamp, int | float) or isinstance(timestamp, bool) or not math.isfinite(timestamp)
     ):
@@ -217,8 +218,26 @@ def _append_checked(event: dict[str, Any]) -> _Append:
     }
     stored_event = {**event, "actions": stored_actions} if event.get("actions") is not None else event
     return _Append(
-        event, content, stored_actions, stored_event, session_delta, app_delta, user_delta, calls, responses
+        event,
+        timestamp is None,
+        content,
+        stored_actions,
+        stored_event,
+        session_delta,
+        app_delta,
+        user_delta,
+        calls,
+        responses,
     )
+
+
+def _stamped(plan: _Append, at: float) -> _Append:
+    """The plan of an event that came without a timestamp, stamped `at`."""
+    if not plan.stamped:
+        return plan
+    event = {**plan.event, "timestamp": at}
+    stored_event = {**plan.stored_event, "timestamp": at}
+    return replace(plan, event=event, stored_event=stored_event)
 
 
 def _state_writes(state: dict[str, Any], delta: dict[str, Any]) -> list[dict[str, Any]]:
@@ -267,8 +286,15 @@ def events_append(
         _check_fresh(row, expected_revision, expected_last_update_time)
         state = json.loads(row["state_json"] or "{}")
         seq = int(row["event_count"] or 0)
-        rows = []
+        # events sent without a time are stamped now, under the lock, and never before an event the
+        # session already holds: they come last, in the order they were appended
+        at = max(time.time(), float(row["max_event_time"] or 0.0))
+        stamped = []
         for plan in plans:
+            stamped.append(_stamped(plan, at))
+            at = max(at, float(stamped[-1].event["timestamp"]))
+        rows = []
+        for plan in stamped:
             seq += 1
             writes = _state_writes(state, plan.session_delta)
             rows.append(
@@ -289,13 +315,13 @@ def events_append(
         if app_delta or user_delta:
             _shadow_update(tx, project_id, app_name, user_id, app_delta, user_delta, now_ms())
         return {
-            "last_update_time": float(plans[-1].event["timestamp"]),
+            "events": [plan.stored_event for plan in stamped],
+            "last_update_time": float(stamped[-1].event["timestamp"]),
             "revision": int(row["revision"] or 0) + len(plans),
             "seq": seq,
         }
 
-    written = graph.write_tx(work)
-    return {"events": [plan.stored_event for plan in plans], **written}
+    return graph.write_tx(work)
 
 
 def _event_row(plan: _Append, seq: int) -> dict[str, Any]:

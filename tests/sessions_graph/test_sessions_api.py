@@ -578,6 +578,54 @@ def test_last_update_time_is_the_latest_events_time_and_events_follow_time(tenan
     assert _get(tenant_a, sid, "?events_cursor=garbage").status_code == 400
 
 
+def test_events_sent_without_a_time_are_stamped_in_the_order_they_are_appended(tenant_a: Tenant) -> None:
+    """Stamped under the session lock: concurrent writers leave the session in time order (so the
+    latest events are read by seq), and a stamped event never sorts before one already stored."""
+    sid = _create(tenant_a)["id"]
+    future = time.time() + 3600
+    burst = [_event(text="ahead", timestamp=future), _event(text="after it")]
+    written = tenant_a.client(tenant_a.write_key).post(
+        f"{_base(tenant_a)}/{sid}/events", {"events": burst}, format="json"
+    )
+    assert written.status_code == 201, written.content
+    assert [e["timestamp"] for e in written.json()["events"]] == [future, future]
+
+    def writer(n: int) -> None:
+        for i in range(5):
+            events = [_event(text=f"w{n}-{i}-{j}") for j in range(3)]
+            response = tenant_a.client(tenant_a.write_key).post(
+                f"{_base(tenant_a)}/{sid}/events", {"events": events}, format="json"
+            )
+            assert response.status_code == 201, response.content
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    flag = "MATCH (s:Session {project_id: $p, session_id: $sid}) RETURN s.in_time_order AS ordered"
+    assert graph.read(flag, p=tenant_a.project.id, sid=sid) == [{"ordered": True}]
+    uid = graph.read(
+        "MATCH (s:Session {project_id: $p, session_id: $sid}) RETURN s.id AS uid",
+        p=tenant_a.project.id,
+        sid=sid,
+    )[0]["uid"]
+    rows = graph.read(
+        "MATCH (e:Event) WHERE e.session_uid = $uid RETURN e.seq AS seq, e.timestamp AS ts ORDER BY seq",
+        uid=uid,
+    )
+    assert len(rows) == 2 + 4 * 5 * 3
+    assert [r["ts"] for r in rows] == sorted(r["ts"] for r in rows) and rows[2]["ts"] >= future
+    got = _get(tenant_a, sid).json()
+    texts = [e["content"]["parts"][0]["text"] for e in got["events"]]
+    assert texts[:2] == ["ahead", "after it"]
+    for n in range(4):  # each writer's events in its own order
+        mine = [t for t in texts if t.startswith(f"w{n}-")]
+        assert mine == [f"w{n}-{i}-{j}" for i in range(5) for j in range(3)]
+    recent = _get(tenant_a, sid, "?num_recent_events=3").json()["events"]
+    assert [e["id"] for e in recent] == [e["id"] for e in got["events"][-3:]]
+
+
 def test_a_writer_that_knows_only_the_time_it_read_is_checked_against_it(tenant_a: Tenant) -> None:
     sid = _create(tenant_a)["id"]
     first = _append(tenant_a, sid, _event(timestamp=5000.0)).json()
