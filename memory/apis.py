@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import time
+import unicodedata
 from dataclasses import asdict
 from typing import Any
 
@@ -16,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api.base import MAX_OFFSET, ProjectApi, QueryTextField, StrictSerializer
+from core.embeddings.base import embed_soon
 from core.errors import InvalidInput
 from memory import chat, context, conversations, selectors, services
 from memory import metadata as message_metadata
@@ -23,6 +26,7 @@ from memory.chat import ANSWER_MODES
 from memory.chat import SEARCH_MODES as CHAT_SEARCH_MODES
 from memory.dto import DEPTHS, SEARCH_MODES, MessageFilters, MessageInput
 from memory.scope import MAX_SCOPE_VALUE_CHARS, SCOPE_KEYS, Scope, validate_value
+from retrieval.apis import SearchInputSerializer, search_body, search_validated
 
 
 def _requested_by(request: Request) -> str:
@@ -362,17 +366,21 @@ class MessageFilterFields(StrictSerializer):
 
     def filters(self) -> MessageFilters:
         """The validated fields as a search's filters (400 for a time or role it cannot use)."""
-        data = self.validated_data
-        return selectors.message_filters(
-            since=data.get("since"),
-            until=data.get("until"),
-            when=data.get("when"),
-            reference_time=data.get("reference_time"),
-            roles=data.get("roles"),
-            author=data.get("author"),
-            as_of=data.get("as_of"),
-            metadata=data.get("metadata"),
-        )
+        return filters_of(self.validated_data)
+
+
+def filters_of(data: dict[str, Any]) -> MessageFilters:
+    """A search's filters from the validated fields of MessageFilterFields."""
+    return selectors.message_filters(
+        since=data.get("since"),
+        until=data.get("until"),
+        when=data.get("when"),
+        reference_time=data.get("reference_time"),
+        roles=data.get("roles"),
+        author=data.get("author"),
+        as_of=data.get("as_of"),
+        metadata=data.get("metadata"),
+    )
 
 
 class MemorySearchInputSerializer(MessageFilterFields):
@@ -411,6 +419,53 @@ class MemorySearchApi(ProjectApi):
             filters=filters,
         )
         return Response(asdict(result))
+
+
+class MemoryPartSerializer(MemorySearchInputSerializer):
+    """The memory half of `search:with-memory`: a memory search's body, whose query is the search's."""
+
+    query = None  # type: ignore[assignment]  # DRF: None removes an inherited field
+
+
+class SearchWithMemoryInputSerializer(SearchInputSerializer):
+    memory = MemoryPartSerializer(help_text="the memory search: scope, top_k, mode, depth, filters")
+
+
+class SearchWithMemoryApi(ProjectApi):
+    """POST /projects/{pid}/search:with-memory — the knowledge search of `POST …/search` and the memory
+    search of `POST …/memories/search` for one query, in one request (an agent's turn): one
+    authentication and one embedding of the query for both. Everything is validated before either
+    search runs."""
+
+    required_scope = "read"
+
+    @extend_schema(request=SearchWithMemoryInputSerializer, responses={200: dict})
+    def post(self, request: Request, project_id: str) -> Response:
+        started = time.perf_counter()
+        params = SearchWithMemoryInputSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = dict(params.validated_data)
+        part = data.pop("memory")
+        scope = _scope(_valid(ScopeSerializer, part["scope"]))
+        filters = filters_of(part)
+        memory_mode = part.get("mode")
+        needs_vector = data["mode"] != "fulltext" or memory_mode not in ("fulltext", "recency")
+        # as memory search normalises its query (stored text is NFC)
+        vector = embed_soon(unicodedata.normalize("NFC", data["query"])) if needs_vector else None
+        memory = selectors.memories_search(
+            project_id=project_id,
+            scope=scope,
+            query=data["query"],
+            top_k=part["top_k"],
+            mode=memory_mode,
+            depth=part["depth"],
+            min_score=part.get("min_score"),
+            filters=filters,
+            vector=vector,
+        )
+        knowledge = search_validated(project_id, data, vector=vector)
+        took_ms = round((time.perf_counter() - started) * 1000, 2)
+        return Response({"knowledge": search_body(knowledge), "memory": asdict(memory), "took_ms": took_ms})
 
 
 class MemoryContextInputSerializer(MemorySearchInputSerializer):

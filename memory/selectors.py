@@ -51,7 +51,7 @@ class MessageSearch:
         project_id: str,
         scope: Scope,
         query: str,
-        vector: list[float] | None = None,
+        vector: list[float] | Future[list[float]] | None = None,
         vector_floor: float | None = None,
         text_floor: float | None = None,
         filters: MessageFilters | None = None,
@@ -675,8 +675,10 @@ def memories_search(
     depth: str,
     min_score: float | None = None,
     filters: MessageFilters | None = None,
+    vector: list[float] | Future[list[float]] | None = None,
 ) -> MemorySearchResult:
-    """Memories of the scope ranked for `query`; with `depth` "summaries" also the conversation
+    """Memories of the scope ranked for `query` (`vector`: its embedding, or the Future of one, when
+    the caller has it already); with `depth` "summaries" also the conversation
     summaries (those of the hits' conversations first), with "facts" also the owner's current facts,
     preferences and profile. Items are grouped by level in that order, best first within a level.
 
@@ -702,6 +704,7 @@ def memories_search(
         vector_floor=min_score if mode in ("vector", "hybrid", "graph") else None,
         text_floor=min_score if mode == "fulltext" else None,
         filters=filters,
+        vector=vector,
     )
     hits = search.memories(mode, top_k)
     items = _memory_items(project_id, hits)

@@ -15,6 +15,7 @@ from memory.apis import (
     MemorySearchApi,
     MemoryStoreApi,
     MemorySummarizeApi,
+    SearchWithMemoryApi,
 )
 
 urlpatterns = [
@@ -37,6 +38,11 @@ urlpatterns = [
     ),
     path("projects/<str:project_id>/memories", MemoryStoreApi.as_view(), name="memory-store"),
     path("projects/<str:project_id>/memories/search", MemorySearchApi.as_view(), name="memory-search"),
+    path(
+        "projects/<str:project_id>/search:with-memory",
+        SearchWithMemoryApi.as_view(),
+        name="search-with-memory",
+    ),
     path("projects/<str:project_id>/memories/context", MemoryContextApi.as_view(), name="memory-context"),
     path("projects/<str:project_id>/memories:forget", MemoryForgetApi.as_view(), name="memory-forget"),
     path(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -94,49 +95,61 @@ class SearchApi(ProjectApi):
     def post(self, request: Request, project_id: str) -> Response:
         params = SearchInputSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        data = params.validated_data
-        raw = data.get("filters") or {}
-        filters = SearchFilters(
-            document_ids=raw.get("document_ids"),
-            source_path_prefix=raw.get("source_path_prefix") or None,
-            metadata=raw.get("metadata") or {},
-        )
-        if data.get("conversation"):
-            result = self._in_conversation(project_id, data, filters)
-        else:
-            result = services.search_run(
-                project_id=project_id,
-                query=data["query"],
-                mode=data["mode"],
-                top_k=data["top_k"],
-                filters=filters,
-                profile_name=data.get("profile"),
-                include_context=data["include_context"],
-                feedback=data.get("feedback"),
-                debug=data["debug"],
-            )
-        body = SearchOutputSerializer(result).data
-        for optional in ("context", "debug", "fallback", "conversation"):
-            if getattr(result, optional) is None:
-                body.pop(optional, None)
-        for item in body["items"]:
-            for key in ("sources", "memory_id", "conversation_id"):
-                if item.get(key) is None:
-                    item.pop(key, None)
-        return Response(body)
+        return Response(search_body(search_validated(project_id, params.validated_data)))
 
-    def _in_conversation(self, project_id: str, data: dict[str, Any], filters: SearchFilters) -> SearchResult:
-        for alone in ("profile", "feedback"):
-            if data.get(alone) is not None:
-                raise InvalidInput(
-                    f"{alone} does not apply to a conversation-aware search", details={"field": alone}
-                )
-        return conversation_search()(
-            project_id=project_id,
-            query=data["query"],
-            mode=data["mode"],
-            top_k=data["top_k"],
-            filters=filters,
-            conversation=ConversationQuery(**data["conversation"]),
-            include_context=data["include_context"],
-        )
+
+def search_validated(
+    project_id: str, data: dict[str, Any], vector: list[float] | Future[list[float]] | None = None
+) -> SearchResult:
+    """The search a body validated by SearchInputSerializer asks for; `vector`: the query's
+    embedding (or its Future) when the caller has it already."""
+    raw = data.get("filters") or {}
+    filters = SearchFilters(
+        document_ids=raw.get("document_ids"),
+        source_path_prefix=raw.get("source_path_prefix") or None,
+        metadata=raw.get("metadata") or {},
+    )
+    if data.get("conversation"):
+        return _in_conversation(project_id, data, filters)
+    return services.search_run(
+        project_id=project_id,
+        query=data["query"],
+        mode=data["mode"],
+        top_k=data["top_k"],
+        filters=filters,
+        profile_name=data.get("profile"),
+        include_context=data["include_context"],
+        feedback=data.get("feedback"),
+        debug=data["debug"],
+        vector=vector,
+    )
+
+
+def search_body(result: SearchResult) -> dict[str, Any]:
+    """A search's response body, without the optional parts it does not have."""
+    body: dict[str, Any] = SearchOutputSerializer(result).data
+    for optional in ("context", "debug", "fallback", "conversation"):
+        if getattr(result, optional) is None:
+            body.pop(optional, None)
+    for item in body["items"]:
+        for key in ("sources", "memory_id", "conversation_id"):
+            if item.get(key) is None:
+                item.pop(key, None)
+    return body
+
+
+def _in_conversation(project_id: str, data: dict[str, Any], filters: SearchFilters) -> SearchResult:
+    for alone in ("profile", "feedback"):
+        if data.get(alone) is not None:
+            raise InvalidInput(
+                f"{alone} does not apply to a conversation-aware search", details={"field": alone}
+            )
+    return conversation_search()(
+        project_id=project_id,
+        query=data["query"],
+        mode=data["mode"],
+        top_k=data["top_k"],
+        filters=filters,
+        conversation=ConversationQuery(**data["conversation"]),
+        include_context=data["include_context"],
+    )

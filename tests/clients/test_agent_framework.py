@@ -20,6 +20,7 @@ from knowledge_platform_client import (
     AuthenticationError,
     BadRequestError,
     ConfigurationError,
+    KnowledgeClient,
     MemoryClient,
     MemoryHit,
     MemoryMessage,
@@ -204,6 +205,37 @@ async def test_agent_gets_the_projects_knowledge(
     async with other:
         await _agent(chat, other).run("Who published the first algorithm for the Analytical Engine?")
     assert "Lovelace" not in _sent(fake) and "Sourdough" in _sent(fake)
+
+
+async def test_knowledge_and_memory_come_from_one_request(
+    platform_web: Platform,
+    client_tenant: Tenant,
+    corpus: list[str],
+    fake: FakeOpenAI,
+    chat: OpenAIChatCompletionClient,
+) -> None:
+    """With both on, the provider asks `search:with-memory`: the model gets the project's knowledge
+    and this user's memories of the same question, as the two searches would give them."""
+    settings = platform_web.settings(client_tenant)
+    scope = {"application_id": "lab", "user_id": "ada-fan"}
+    async with AsyncPlatformClient(settings) as client:
+        memory = MemoryClient(client)
+        await memory.store([{"role": "user", "text": "I am reading about the Analytical Engine."}], scope)
+        both = await memory.search_with_knowledge(
+            "Analytical Engine algorithm", scope, knowledge_top_k=3, top_k=2, min_score=0.0
+        )
+        alone = await KnowledgeClient(client).search("Analytical Engine algorithm", top_k=3)
+        remembered = await memory.search("Analytical Engine algorithm", scope, top_k=2, min_score=0.0)
+    assert [h.chunk_id for h in both.knowledge.items] == [h.chunk_id for h in alone.items]
+    assert [h.id for h in both.memory.items] == [h.id for h in remembered.items] and remembered.items
+    assert both.took_ms >= max(both.knowledge.took_ms, both.memory.took_ms)
+    provider = _provider(settings, top_k=3, memory_enabled=True, memory_min_score=0.0, **scope)
+    async with provider:
+        await _agent(chat, provider).run("Who published the first algorithm for the Analytical Engine?")
+    sent = _sent(fake)
+    assert "[document: Lovelace]" in sent and "## Memories" in sent
+    assert "I am reading about the Analytical Engine." in sent
+    assert provider.timings.platform_took_ms is not None
 
 
 @pytest.mark.slow

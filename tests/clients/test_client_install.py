@@ -46,7 +46,18 @@ def test_agent_framework_knowledge_installs_next_to_maf_alone(tmp_path: Path) ->
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", str(venv))
     python = str(venv / "bin" / "python")
-    offline = ("-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE))
+    # --no-cache-dir: pip keeps the wheels it built from a file: URL, and would install an older build
+    # of the checkout's client package under the same version
+    offline = (
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-cache-dir",
+        "--no-index",
+        "--find-links",
+        str(WHEELHOUSE),
+    )
     _run(python, *offline, "agent-framework-core==1.23.0")
     _run(python, *offline, str(REPO / "clients" / "agent-framework"))
     installed = _run(python, "-m", "pip", "list", "--format=freeze")

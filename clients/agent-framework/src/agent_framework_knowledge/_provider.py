@@ -13,6 +13,7 @@ from typing import Any
 from agent_framework import AgentSession, ContextProvider, Message, SessionContext, SupportsAgentRun
 from knowledge_platform_client import (
     AsyncPlatformClient,
+    KnowledgeAndMemory,
     KnowledgeClient,
     MemoryClient,
     MemoryMessage,
@@ -180,30 +181,32 @@ class KnowledgeContextProvider(ContextProvider):
         if not query:
             return
         calls: dict[str, Any] = {}
-        if self.config.knowledge_enabled:
-            if self.config.drift:
-                calls["knowledge"] = knowledge.drift(
-                    query,
-                    max_depth=self.config.drift_max_depth,
-                    max_followups=self.config.drift_max_followups,
-                )
-            else:
-                calls["knowledge"] = knowledge.search(
-                    query, mode=self.config.mode, top_k=self.config.top_k, profile=self.config.profile
-                )
-        if self.config.memory_enabled and scope:
-            calls["memory"] = memory.search(
+        searches_both = self.config.knowledge_enabled and not self.config.drift
+        if searches_both and self.config.memory_enabled and scope:
+            # both searches of the turn in one request: one authentication, one embedding of the query
+            calls["knowledge and memory"] = memory.search_with_knowledge(
                 query,
                 scope,
-                top_k=self.config.memory_top_k,
-                mode=self.config.memory_mode,
-                depth=self.config.memory_depth,
-                min_score=self.config.memory_min_score,
-                since=self.config.memory_since,
-                until=self.config.memory_until,
-                when=self.config.memory_when,
-                as_of=self.config.memory_as_of,
+                knowledge_mode=self.config.mode,
+                knowledge_top_k=self.config.top_k,
+                profile=self.config.profile,
+                **self._memory_options(),
             )
+        else:
+            if self.config.knowledge_enabled:
+                calls["knowledge"] = (
+                    knowledge.drift(
+                        query,
+                        max_depth=self.config.drift_max_depth,
+                        max_followups=self.config.drift_max_followups,
+                    )
+                    if self.config.drift
+                    else knowledge.search(
+                        query, mode=self.config.mode, top_k=self.config.top_k, profile=self.config.profile
+                    )
+                )
+            if self.config.memory_enabled and scope:
+                calls["memory"] = memory.search(query, scope, **self._memory_options())
         answers = dict(zip(calls, await asyncio.gather(*calls.values(), return_exceptions=True), strict=True))
         knowledge_blocks: list[str] = []
         memories: list[str] = []
@@ -214,7 +217,10 @@ class KnowledgeContextProvider(ContextProvider):
                 continue
             if answer.took_ms is not None:
                 took.append(float(answer.took_ms))
-            if isinstance(answer, MemorySearchResult):
+            if isinstance(answer, KnowledgeAndMemory):
+                knowledge_blocks = search_blocks(answer.knowledge.items)
+                memories = memory_blocks(answer.memory.items)
+            elif isinstance(answer, MemorySearchResult):
                 memories = memory_blocks(answer.items)
             elif self.config.drift:
                 knowledge_blocks = [] if answer.no_data_found else [drift_block(answer)]
@@ -225,6 +231,18 @@ class KnowledgeContextProvider(ContextProvider):
             context.extend_messages(self, [Message(role="user", contents=[text])])
         self.timings.before_run_ms = (time.perf_counter() - started) * 1000
         self.timings.platform_took_ms = max(took) if took else None
+
+    def _memory_options(self) -> dict[str, Any]:
+        return {
+            "top_k": self.config.memory_top_k,
+            "mode": self.config.memory_mode,
+            "depth": self.config.memory_depth,
+            "min_score": self.config.memory_min_score,
+            "since": self.config.memory_since,
+            "until": self.config.memory_until,
+            "when": self.config.memory_when,
+            "as_of": self.config.memory_as_of,
+        }
 
     def _failed_search(self, name: str, error: BaseException) -> None:
         if isinstance(error, PlatformError) and _transient(error) and self.config.fail_open:

@@ -24,6 +24,7 @@ from knowledge_platform_client.knowledge import (
 )
 from knowledge_platform_client.memory import (
     ContextItem,
+    KnowledgeAndMemory,
     MemoryClient,
     MemoryContext,
     MemoryHit,
@@ -55,6 +56,7 @@ __all__ = [
     "ConversationsClient",
     "DriftResult",
     "KeyFact",
+    "KnowledgeAndMemory",
     "KnowledgeClient",
     "MemoryClient",
     "MemoryContext",

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from knowledge_platform_client._models import ApiModel
 from knowledge_platform_client.http import AsyncPlatformClient
+from knowledge_platform_client.knowledge import SearchMode, SearchResult
 
 MemoryMode = Literal["vector", "fulltext", "hybrid", "graph", "recency"]
 MemoryDepth = Literal["messages", "summaries", "facts"]
@@ -75,6 +76,14 @@ class MemorySearchResult(ApiModel):
     items: list[MemoryHit]
     mode: str
     depth: str
+    took_ms: float
+
+
+class KnowledgeAndMemory(ApiModel):
+    """`POST …/search:with-memory`: both searches of one query; `took_ms` is the request's whole."""
+
+    knowledge: SearchResult
+    memory: MemorySearchResult
     took_ms: float
 
 
@@ -199,6 +208,57 @@ class MemoryClient:
         )
         data = await self.client.request("POST", self.client.project_path("memories", "search"), json=body)
         return MemorySearchResult.model_validate(data)
+
+    async def search_with_knowledge(
+        self,
+        query: str,
+        scope: Mapping[str, str | None],
+        *,
+        knowledge_mode: SearchMode = "hybrid",
+        knowledge_top_k: int = 10,
+        profile: str | None = None,
+        top_k: int = 10,
+        mode: MemoryMode | None = None,
+        depth: MemoryDepth = "messages",
+        min_score: float | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        when: str | None = None,
+        reference_time: str | None = None,
+        roles: Sequence[str] | None = None,
+        author: str | None = None,
+        as_of: str | None = None,
+        metadata: Mapping[str, MetadataFilterValue] | None = None,
+    ) -> KnowledgeAndMemory:
+        """The project's knowledge search (`knowledge_mode`, `knowledge_top_k`, `profile`) and this
+        scope's memory search (the other options, as `search` takes them) for one query, in one
+        request: what an agent asks before each turn. The query must not be blank."""
+        memory: dict[str, Any] = {"scope": clean_scope(scope), "top_k": top_k, "depth": depth}
+        memory.update(
+            _search_options(
+                mode=mode,
+                min_score=min_score,
+                since=since,
+                until=until,
+                when=when,
+                reference_time=reference_time,
+                roles=roles,
+                author=author,
+                as_of=as_of,
+                metadata=metadata,
+            )
+        )
+        body: dict[str, Any] = {
+            "query": query,
+            "mode": knowledge_mode,
+            "top_k": knowledge_top_k,
+            "memory": memory,
+        }
+        if profile:
+            body["profile"] = profile
+        path = self.client.project_path() + "/search:with-memory"  # the colon is the action's syntax
+        data = await self.client.request("POST", path, json=body)
+        return KnowledgeAndMemory.model_validate(data)
 
     async def context(
         self,
