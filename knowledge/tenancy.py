@@ -14,8 +14,10 @@ from collections.abc import Callable
 
 from django.conf import settings
 from neo4j.exceptions import ClientError
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from core import graph
+from core.errors import DependencyUnavailable
 
 
 def _token(project_id: str) -> str:
@@ -69,10 +71,18 @@ def _online_or_requested(name: str, create: Callable[[], None] | None) -> bool:
 EQUIVALENT_INDEX = "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists"
 
 
+@retry(
+    retry=retry_if_exception_type(DependencyUnavailable),
+    stop=stop_after_attempt(3),
+    wait=wait_exponential(multiplier=0.5, max=4),
+    reraise=True,
+)
 def _create_index(statement: str) -> None:
     """Run a `CREATE … INDEX … IF NOT EXISTS`. Two processes creating the same index at once (two
     ingestion batches of a new project) both pass IF NOT EXISTS, and the later commit fails as
-    an equivalent rule: the index they asked for exists, which is what was wanted."""
+    an equivalent rule: the index they asked for exists, which is what was wanted. The statement is
+    idempotent, so a connection refused or lost on the way (a loaded server answering a burst of new
+    connections late) is tried again."""
     try:
         graph.write_autocommit(statement)
     except ClientError as exc:
