@@ -6,6 +6,7 @@ import base64
 import binascii
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict
 from typing import Any
 
@@ -431,11 +432,16 @@ class SearchWithMemoryInputSerializer(SearchInputSerializer):
     memory = MemoryPartSerializer(help_text="the memory search: scope, top_k, mode, depth, filters")
 
 
+# The memory halves of `search:with-memory`; a pool of their own, since a memory search hands work to
+# memory.selectors' pool and must not wait on a pool it occupies.
+_memory_halves = ThreadPoolExecutor(max_workers=settings.WEB_THREADS, thread_name_prefix="with-memory")
+
+
 class SearchWithMemoryApi(ProjectApi):
     """POST /projects/{pid}/search:with-memory — the knowledge search of `POST …/search` and the memory
     search of `POST …/memories/search` for one query, in one request (an agent's turn): one
-    authentication and one embedding of the query for both. Everything is validated before either
-    search runs."""
+    authentication and one embedding of the query for both, the two searches side by side.
+    Everything is validated before either search runs."""
 
     required_scope = "read"
 
@@ -452,7 +458,9 @@ class SearchWithMemoryApi(ProjectApi):
         needs_vector = data["mode"] != "fulltext" or memory_mode not in ("fulltext", "recency")
         # as memory search normalises its query (stored text is NFC)
         vector = embed_soon(unicodedata.normalize("NFC", data["query"])) if needs_vector else None
-        memory = selectors.memories_search(
+        # side by side: the memory half (graph reads only) on a thread of its own, the knowledge half here
+        memory_half = _memory_halves.submit(
+            selectors.memories_search,
             project_id=project_id,
             scope=scope,
             query=data["query"],
@@ -463,7 +471,12 @@ class SearchWithMemoryApi(ProjectApi):
             filters=filters,
             vector=vector,
         )
-        knowledge = search_validated(project_id, data, vector=vector)
+        try:
+            knowledge = search_validated(project_id, data, vector=vector)
+        except BaseException:
+            wait([memory_half])  # nothing of this request goes on after its answer
+            raise
+        memory = memory_half.result()
         took_ms = round((time.perf_counter() - started) * 1000, 2)
         return Response({"knowledge": search_body(knowledge), "memory": asdict(memory), "took_ms": took_ms})
 
