@@ -15,6 +15,12 @@ from core.runtime.http_threads import WsgiOnThreads  # noqa: E402
 # ASGI handler); websockets: Channels.
 http_app = WsgiOnThreads(wsgi_app, threads=settings.WEB_THREADS, max_body_bytes=settings.API_MAX_BODY_BYTES)
 
+if settings.MCP_ENABLED:
+    from mcp_server.asgi import McpHttp, PathRouter
+
+    # /mcp: the MCP server (streamable HTTP); its tools run the REST views on the same thread pool
+    http_app = PathRouter(http_app, McpHttp(http_app.pool), settings.MCP_PATH)
+
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from core.auth.websocket import OriginCheck  # noqa: E402

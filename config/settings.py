@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "retrieval",
     "sessions_graph",
     "curation",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -129,6 +130,16 @@ LOGGING = {
 
 # make run resets the `admin` user's password to this, or to a fresh random one when empty.
 ADMIN_PASSWORD = env.str("DJANGO_ADMIN_PASSWORD", default="")
+
+# --- MCP (mcp_server/) ----------------------------------------------------------------------------
+# The MCP server at MCP_PATH of the web process (streamable HTTP, an API key as bearer token), and
+# `manage.py mcp --stdio` for desktop hosts, which acts as MCP_API_KEY.
+MCP_ENABLED = env.bool("MCP_ENABLED", default=True)
+MCP_PATH = env.str("MCP_PATH", default="/mcp")
+MCP_MAX_BODY_BYTES = env.int(
+    "MCP_MAX_BODY_BYTES", default=env.int("API_MAX_BODY_BYTES", default=10 * 1024 * 1024)
+)
+MCP_API_KEY = env.str("MCP_API_KEY", default="")
 
 # --- API ------------------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=10 * 1024 * 1024)

@@ -27,13 +27,13 @@ class OriginCheck:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         if scope["type"] == "websocket":
             origin = dict(scope.get("headers", [])).get(b"origin")
-            if origin is not None and not _origin_allowed(origin.decode("latin-1")):
+            if origin is not None and not origin_allowed(origin.decode("latin-1")):
                 await send({"type": "websocket.close", "code": 4403})
                 return None
         return await self.app(scope, receive, send)
 
 
-def _origin_allowed(origin: str) -> bool:
+def origin_allowed(origin: str) -> bool:
     parsed = urlparse(origin)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         return False

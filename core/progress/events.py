@@ -12,6 +12,8 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -67,8 +69,31 @@ def publish(event: ProgressEvent) -> None:
 def publish_now(event: ProgressEvent) -> None:
     """Send `event` at once, without waiting for delivery: for work that writes nothing to SQL (a
     DRIFT search), whose events must not wait for a surrounding transaction nor slow the work down.
-    Events of one process are delivered in the order they were published."""
+    Events of one process are delivered in the order they were published. A listener of this
+    process for the event's retrieval id hears it first (on the publishing thread)."""
+    if event.retrieval_id is not None and _listeners:
+        listener = _listeners.get(event.retrieval_id)
+        if listener is not None:
+            try:
+                listener(event.payload())
+            except Exception as exc:  # noqa: BLE001 - advisory, as every delivery
+                logger.warning("progress listener failed: %s", exc)
     _publisher().submit(event)
+
+
+_listeners: dict[str, Callable[[dict[str, object]], None]] = {}
+
+
+@contextmanager
+def listening(retrieval_id: str, listener: Callable[[dict[str, object]], None]) -> Iterator[None]:
+    """While inside, `listener` hears this process's progress events of `retrieval_id` (the MCP
+    server forwards a DRIFT search's phases as protocol progress notifications). It must be quick
+    and must not raise: it runs on the thread that publishes."""
+    _listeners[retrieval_id] = listener
+    try:
+        yield
+    finally:
+        _listeners.pop(retrieval_id, None)
 
 
 class _Publisher:

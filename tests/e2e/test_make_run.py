@@ -11,8 +11,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+import anyio
 import httpx
 import psutil
 import pytest
@@ -86,6 +87,25 @@ def _ports() -> dict[str, int]:
 # Above the suite's 300 s: the waits below add up to about 860 s in the worst case (two starts of
 # 240 s, the sample's 180 s, two shutdowns of 100 s).
 @pytest.mark.timeout(1200)
+async def _mcp_session(base: str, key: str) -> tuple[set[str], list[Any], list[Any]]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    async with http, Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+        tools = await client.list_tools()
+        found = await client.call_tool("search", {"query": "How are communities built?", "top_k": 3})
+        message = {"role": "user", "text": "I take the night train to Vienna."}
+        stored = await client.call_tool("memory_add", {"messages": [message], "scope": {"user_id": "mcp"}})
+    assert not found.is_error and not stored.is_error, (found.content, stored.content)
+    return (
+        {t.name for t in tools.tools},
+        found.structured_content["items"],
+        stored.structured_content["stored"],
+    )
+
+
 def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
     ports = _ports()
     platform = Platform(tmp_path / "var", ports)
@@ -140,6 +160,10 @@ def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
         )
         assert run.returncode == 0, run.stdout + run.stderr
         assert "Ana remembered across sessions: True; Bruno saw Ana's memory: False" in run.stdout
+        # an MCP client (the SDK's own) lists the tools, searches and stores a memory
+        listed, found, stored = anyio.run(_mcp_session, platform.base, key)
+        assert {"search", "memory_add", "drift_search"} <= listed
+        assert found and stored
     finally:
         leftovers = platform.ctrl_c()
     assert leftovers == [], f"processes left running: {leftovers}\n{platform.output()}"

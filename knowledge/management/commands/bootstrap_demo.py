@@ -67,6 +67,11 @@ class Command(BaseCommand):
             f"  health         {base}/healthz",
             f"  admin          {base}/admin/   (user admin)",
             f"  DRIFT page     {base}/ui/drift/",
+            *(
+                [f"  MCP            {base}{settings.MCP_PATH}   (streamable HTTP, Bearer API key)"]
+                if settings.MCP_ENABLED
+                else []
+            ),
             f"  progress (ws)  {base.replace('http', 'ws', 1)}/ws/v1/projects/{project_id}/progress/",
             f"  demo project   {project_id}",
             f"  sample corpus  {sample}",

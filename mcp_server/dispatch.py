@@ -1,0 +1,119 @@
+"""A REST call made in-process: Django's WSGI handler runs the request as if it came over HTTP.
+
+Middleware (body limit, abuse throttle), authentication, scopes, tenancy, validation and the error
+envelope are the REST API's own; nothing of them is re-implemented for MCP.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+_handler_lock = threading.Lock()
+_handler: Any = None
+
+
+def _wsgi() -> Any:
+    global _handler
+    with _handler_lock:
+        if _handler is None:
+            from django.core.handlers.wsgi import WSGIHandler
+
+            _handler = WSGIHandler()
+        return _handler
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who makes the call: the key as presented, its project, and where from (the abuse throttle
+    counts by address)."""
+
+    api_key: str
+    project_id: str
+    remote_addr: str = "127.0.0.1"
+    host: str = "localhost"
+
+
+@dataclass(frozen=True)
+class ApiAnswer:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+def key_project(api_key: str, *, remote_addr: str = "127.0.0.1", host: str = "localhost") -> ApiAnswer:
+    """The key's project, asked of the REST API (`GET /api/v1/projects`), so that a wrong key counts
+    against the abuse throttle as it does on REST: 200 with the project as `body["id"]`, else the
+    REST answer (401, 429 with Retry-After)."""
+    answer = api_call(Caller(api_key, "", remote_addr, host), "GET", "/api/v1/projects", query={"limit": 1})
+    if answer.ok:
+        items = answer.body.get("items", []) if isinstance(answer.body, dict) else []
+        if len(items) != 1:  # a key sees exactly its own project
+            return ApiAnswer(401, {"error": {"code": "unauthorized", "message": "no project"}}, {})
+        return ApiAnswer(200, {"id": str(items[0]["id"])}, answer.headers)
+    return answer
+
+
+def api_call(
+    caller: Caller, method: str, path: str, *, body: Any = None, query: dict[str, Any] | None = None
+) -> ApiAnswer:
+    """`method path` (path from the root, already quoted) as `caller`; the answer as parsed JSON."""
+    data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": path,
+        "QUERY_STRING": urlencode(query or {}, doseq=True),
+        "SERVER_NAME": caller.host.split(":")[0] or "localhost",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": caller.remote_addr,
+        "HTTP_HOST": caller.host,
+        "HTTP_AUTHORIZATION": f"Bearer {caller.api_key}",
+        "HTTP_ACCEPT": "application/json",
+        "CONTENT_TYPE": "application/json" if body is not None else "",
+        "CONTENT_LENGTH": str(len(data)),
+        "wsgi.input": io.BytesIO(data),
+        "wsgi.errors": io.StringIO(),
+        "wsgi.url_scheme": "http",
+        "wsgi.version": (1, 0),
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    started: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        started["status"] = int(status.split(" ", 1)[0])
+        started["headers"] = {name.lower(): value for name, value in headers}
+        return lambda chunk: None
+
+    result = _wsgi()(environ, start_response)
+    try:
+        raw = b"".join(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    try:
+        parsed = json.loads(raw) if raw else None
+    except ValueError:
+        parsed = {"error": {"code": "error", "message": raw[:500].decode("utf-8", "replace"), "details": {}}}
+    return ApiAnswer(started["status"], parsed, started["headers"])
+
+
+def endpoint_path(template: str, project_id: str, args: dict[str, Any]) -> str:
+    """The request path of a tool's endpoint with its arguments filled in (each quoted as one segment)."""
+    path = template if template.startswith("/") else f"/api/v1/{template}"
+    path = path.replace("{project_id}", quote(project_id, safe=""))
+    for name, value in args.items():
+        path = path.replace("{" + name + "}", quote(str(value), safe=""))
+    return path
