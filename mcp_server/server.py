@@ -92,6 +92,21 @@ class PlatformMcp:
                     400, {"code": "invalid_input", "message": f"{name}: 1 to 256 characters", "details": {}}
                 )
             path_args[name] = value
+        if spec.method == "GET":
+            # a body is checked field by field by its serializer; query parameters are checked here
+            schemas = await asyncio.get_running_loop().run_in_executor(self.executor, input_schemas)
+            known = set(schemas[spec.name]["properties"])
+            unknown = sorted(set(args) - known)[:20]
+            if unknown:
+                fields = {name: ["unknown field"] for name in unknown}
+                return _failed(
+                    400,
+                    {
+                        "code": "invalid_input",
+                        "message": f"{unknown[0]}: unknown field",
+                        "details": {"fields": fields},
+                    },
+                )
         if spec.name == "drift_search":
             # its progress events are told apart by retrieval id (the caller's own, if it gave one)
             args.setdefault("retrieval_id", f"mcp-{uuid.uuid4().hex}")

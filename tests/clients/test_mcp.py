@@ -193,6 +193,7 @@ async def test_bad_arguments_are_tool_errors_that_write_nothing(
             ("document_add", {"title": "no text"}, "text"),
             ("document_get", {"document_id": ""}, "document_id"),
             ("job_status", {"job_id": 7}, "job_id"),
+            ("job_status", {"job_id": "j", "verbose": True}, "verbose"),
         ]
         for name, args, field in cases:
             result = await client.call_tool(name, args)

@@ -98,7 +98,15 @@ async def _mcp_session(base: str, key: str) -> tuple[set[str], list[Any], list[A
         found = await client.call_tool("search", {"query": "How are communities built?", "top_k": 3})
         message = {"role": "user", "text": "I take the night train to Vienna."}
         stored = await client.call_tool("memory_add", {"messages": [message], "scope": {"user_id": "mcp"}})
-    assert not found.is_error and not stored.is_error, (found.content, stored.content)
+        assert not found.is_error and not stored.is_error, (found.content, stored.content)
+        # the store's processing job, followed to its end (the platform is stopped next)
+        job = {"job_id": stored.structured_content["job_id"]}
+        for _ in range(120):
+            status = (await client.call_tool("job_status", job)).structured_content["status"]
+            if status in ("succeeded", "failed"):
+                break
+            await anyio.sleep(0.5)
+        assert status == "succeeded", status
     return (
         {t.name for t in tools.tools},
         found.structured_content["items"],
