@@ -107,7 +107,7 @@ class McpHttp:
         client = scope.get("client") or ("127.0.0.1", 0)
         host = _header(scope, b"host") or "localhost"
         known = await asyncio.get_running_loop().run_in_executor(
-            self.executor, partial(key_project, key, remote_addr=client[0], host=host)
+            self.executor, partial(key_project, key, remote_addr=client[0])
         )
         if known.status == 429:
             wait = known.headers.get("retry-after", "60")

@@ -10,8 +10,13 @@ import io
 import json
 import threading
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote, urlencode
+
+from core.api.throttling import probe_check, probe_identities, probe_record
+from core.auth.keys import key_lookup
+from core.errors import envelope
 
 _handler_lock = threading.Lock()
 _handler: Any = None
@@ -49,17 +54,24 @@ class ApiAnswer:
         return 200 <= self.status < 300
 
 
-def key_project(api_key: str, *, remote_addr: str = "127.0.0.1", host: str = "localhost") -> ApiAnswer:
-    """The key's project, asked of the REST API (`GET /api/v1/projects`), so that a wrong key counts
-    against the abuse throttle as it does on REST: 200 with the project as `body["id"]`, else the
-    REST answer (401, 429 with Retry-After)."""
-    answer = api_call(Caller(api_key, "", remote_addr, host), "GET", "/api/v1/projects", query={"limit": 1})
-    if answer.ok:
-        items = answer.body.get("items", []) if isinstance(answer.body, dict) else []
-        if len(items) != 1:  # a key sees exactly its own project
-            return ApiAnswer(401, {"error": {"code": "unauthorized", "message": "no project"}}, {})
-        return ApiAnswer(200, {"id": str(items[0]["id"])}, answer.headers)
-    return answer
+def key_project(api_key: str, *, remote_addr: str = "127.0.0.1") -> ApiAnswer:
+    """The key's project, checked as the REST API checks a key: the abuse throttle first (429 with
+    Retry-After once this address or key prefix has used up API_PROBE_RATE), then the key row (kept
+    per process under the key epoch), and a wrong key counted as a probe. 200 with the project as
+    `body["id"]`, else 401 or 429."""
+    request = SimpleNamespace(META={"REMOTE_ADDR": remote_addr, "HTTP_AUTHORIZATION": f"Bearer {api_key}"})
+    idents = probe_identities(request)
+    wait, epoch = probe_check(idents)
+    if wait:
+        message = "too many failed or cross-project requests from this client or key; retry later"
+        return ApiAnswer(
+            429, envelope("throttled", message, {"retry_after_sec": wait}), {"retry-after": str(wait)}
+        )
+    key = key_lookup(api_key, epoch)
+    if key is None:
+        probe_record(idents)
+        return ApiAnswer(401, envelope("unauthenticated", "invalid, unknown or revoked API key"), {})
+    return ApiAnswer(200, {"id": str(key.project_id)}, {})
 
 
 def api_call(

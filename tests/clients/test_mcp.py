@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,10 +18,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
+from mcp_server.dispatch import key_project
 from mcp_server.server import FORBIDDEN, UNAUTHORIZED
 from mcp_server.tools import TOOLS
 from tests.clients.conftest import Platform
-from tests.conftest import Tenant, worker_env
+from tests.conftest import Tenant, make_tenant, worker_env
 from tests.retrieval.corpus import DOCS
 from tests.retrieval.drift_helpers import ingest_with_communities
 from tests.retrieval.helpers import ingest_now
@@ -302,3 +304,18 @@ async def test_the_stdio_server_acts_as_its_key(client_tenant: Tenant, corpus: l
         with pytest.raises(MCPError) as refused:
             await client.call_tool("document_add", {"title": "x", "text": "y"})
         assert refused.value.code == FORBIDDEN
+
+
+def test_wrong_keys_at_the_gate_count_against_the_abuse_throttle(db, settings) -> None:  # type: ignore[no-untyped-def]
+    """The /mcp key check counts a wrong key as REST does (per address and key prefix) and answers
+    429 with Retry-After once API_PROBE_RATE is used up, even for a right key from that address."""
+    settings.API_PROBE_RATE = "2/min"
+    address = f"203.0.113.{uuid.uuid4().int % 250 + 1}"
+    wrong = f"kp_{uuid.uuid4().hex[:8]}_{'w' * 24}"
+    assert [key_project(wrong, remote_addr=address).status for _ in range(2)] == [401, 401]
+    throttled = key_project(wrong, remote_addr=address)
+    assert throttled.status == 429 and int(throttled.headers["retry-after"]) >= 1
+    tenant = make_tenant(f"gate {uuid.uuid4().hex[:8]}")
+    assert key_project(tenant.read_key.key, remote_addr=address).status == 429
+    known = key_project(tenant.read_key.key, remote_addr="198.51.100.9")
+    assert known.status == 200 and known.body["id"] == tenant.project.id
