@@ -4,8 +4,10 @@
 questions in turn) are asked 200 times through the MCP SDK's own client over streamable HTTP
 (`tools/call search`, one client session) and 200 times with a bare `httpx.AsyncClient` on
 `POST /api/v1/projects/{pid}/search`, in the same run, two interleaved passes each. The figure of
-issue 35 is the MCP call's p95 minus the REST call's p95; the wall minus the search's own `took_ms`
-(the HTTP path, auth, JSON, and for MCP the protocol and its in-process REST call) is shown beside it.
+issue 35 is the overhead's p95 on MCP minus its p95 on REST, where a call's overhead is its wall time
+minus the search's own `took_ms` (the HTTP path, auth, JSON, and for MCP the protocol and its
+in-process REST call): the search itself varies by tens of milliseconds between calls, which would
+drown a difference of wall-time p95s. The wall times are shown too.
 
 (The module is not called mcp: `python bench/run.py` puts bench/ on sys.path, where that name would
 shadow the SDK.)
@@ -90,7 +92,7 @@ def run() -> dict[str, Any]:
         "questions in turn. MCP: the SDK's Client over streamable HTTP, one session, tools/call search. "
         "REST: bare httpx.AsyncClient, POST /api/v1/projects/{pid}/search. Overhead = wall - the search's "
         "took_ms. The second of two interleaved passes is reported; the first is in first_pass. Target: "
-        "MCP p95 - REST p95 <= 10 ms (issue 35)."
+        "MCP overhead p95 - REST overhead p95 <= 10 ms (issue 35)."
     )
     return {"rows": _rows(figures), "figures": figures}
 
@@ -100,19 +102,26 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
         return [f[side][key]["p50"], f[side][key]["p95"]]
 
     peer = "REST, bare httpx.AsyncClient, same searches"
-    extra = round(f["mcp"]["wall_ms"]["p95"] - f["rest"]["wall_ms"]["p95"], 2)
+    # the search's own time (took_ms) varies by tens of ms from call to call; the overhead beside it
+    # is what MCP adds, so the target is read on the overheads' p95s
+    extra = round(f["mcp"]["overhead_ms"]["p95"] - f["rest"]["overhead_ms"]["p95"], 2)
     return [
         row(
-            "search tool call p50 / p95 (MCP SDK client, streamable HTTP)",
-            pair("mcp", "wall_ms"),
+            "search p95 overhead, MCP call minus REST call (wall - took_ms, same run)",
+            extra,
             "ms",
-            peer=(peer, pair("rest", "wall_ms")),
+            target=("<=", TARGET_MS),
         ),
-        row("search p95: MCP call minus REST call (same run)", extra, "ms", target=("<=", TARGET_MS)),
         row(
             "overhead p50 / p95 (wall - the search's took_ms)",
             pair("mcp", "overhead_ms"),
             "ms",
             peer=(peer, pair("rest", "overhead_ms")),
+        ),
+        row(
+            "search tool call p50 / p95 (MCP SDK client, streamable HTTP)",
+            pair("mcp", "wall_ms"),
+            "ms",
+            peer=(peer, pair("rest", "wall_ms")),
         ),
     ]
