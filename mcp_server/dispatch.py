@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from core.api.throttling import probe_check, probe_identities, probe_record
 from core.auth.keys import key_lookup
@@ -77,12 +77,13 @@ def key_project(api_key: str, *, remote_addr: str = "127.0.0.1") -> ApiAnswer:
 def api_call(
     caller: Caller, method: str, path: str, *, body: Any = None, query: dict[str, Any] | None = None
 ) -> ApiAnswer:
-    """`method path` (path from the root, already quoted) as `caller`; the answer as parsed JSON."""
+    """`method path` (from the root, not percent-encoded) as `caller`; the answer as parsed JSON."""
     data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
     environ: dict[str, Any] = {
         "REQUEST_METHOD": method,
         "SCRIPT_NAME": "",
-        "PATH_INFO": path,
+        # a WSGI string: the path's UTF-8 bytes as latin-1 characters (PEP 3333), as a server passes it
+        "PATH_INFO": path.encode().decode("latin-1"),
         "QUERY_STRING": urlencode(query or {}, doseq=True),
         "SERVER_NAME": caller.host.split(":")[0] or "localhost",
         "SERVER_PORT": "80",
@@ -122,10 +123,12 @@ def api_call(
     return ApiAnswer(started["status"], parsed, started["headers"])
 
 
-def endpoint_path(template: str, project_id: str, args: dict[str, Any]) -> str:
-    """The request path of a tool's endpoint with its arguments filled in (each quoted as one segment)."""
+def endpoint_path(template: str, project_id: str, args: dict[str, str]) -> str:
+    """The request path of a tool's endpoint with its arguments filled in. An argument is one path
+    segment: it must not hold "/" (as over HTTP, where such an id cannot be routed either)."""
     path = template if template.startswith("/") else f"/api/v1/{template}"
-    path = path.replace("{project_id}", quote(project_id, safe=""))
-    for name, value in args.items():
-        path = path.replace("{" + name + "}", quote(str(value), safe=""))
+    for name, value in {"project_id": project_id, **args}.items():
+        if "/" in value:
+            raise ValueError(f"{name} holds '/'")
+        path = path.replace("{" + name + "}", value)
     return path

@@ -16,6 +16,7 @@ import json
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor
+from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -65,14 +66,12 @@ class PlatformMcp:
             on_read_resource=self.read_resource,
         )
 
-    async def _rest(self, caller: Caller, build: Callable[[str], tuple[str, str, Any, Any]]) -> ApiAnswer:
-        """The REST call `build(project_id)` describes (method, path, body, query), on the executor."""
-        method, path, body, query = build(caller.project_id)
-
-        def run() -> ApiAnswer:
-            return api_call(caller, method, path, body=body, query=query)
-
-        return await asyncio.get_running_loop().run_in_executor(self.executor, run)
+    async def _rest(
+        self, caller: Caller, method: str, path: str, *, body: Any = None, query: Any = None
+    ) -> ApiAnswer:
+        """A REST call as `caller`, on the executor."""
+        call = partial(api_call, caller, method, path, body=body, query=query)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, call)
 
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         schemas = await asyncio.get_running_loop().run_in_executor(self.executor, input_schemas)
@@ -84,48 +83,43 @@ class PlatformMcp:
             raise MCPError(INVALID_PARAMS, f"unknown tool: {params.name[:100]!r}")
         caller = self.caller_of(ctx)
         args = dict(params.arguments or {})
-        path_args: dict[str, str] = {}
-        for name in spec.path_args:
-            value = args.pop(name, None)
-            if not isinstance(value, str) or not value.strip() or len(value) > 256:
-                return _failed(
-                    400, {"code": "invalid_input", "message": f"{name}: 1 to 256 characters", "details": {}}
-                )
-            path_args[name] = value
+        refused = await self._refused_arguments(spec, args)
+        if refused is not None:
+            return _failed(400, refused)
+        path = endpoint_path(spec.path, caller.project_id, {name: args.pop(name) for name in spec.path_args})
         if spec.method == "GET":
-            # a body is checked field by field by its serializer; query parameters are checked here
-            schemas = await asyncio.get_running_loop().run_in_executor(self.executor, input_schemas)
-            known = set(schemas[spec.name]["properties"])
-            unknown = sorted(set(args) - known)[:20]
-            if unknown:
-                fields = {name: ["unknown field"] for name in unknown}
-                return _failed(
-                    400,
-                    {
-                        "code": "invalid_input",
-                        "message": f"{unknown[0]}: unknown field",
-                        "details": {"fields": fields},
-                    },
-                )
-        if spec.name == "drift_search":
+            answer = await self._rest(caller, "GET", path, query=args)
+        elif spec.name == "drift_search":
             # its progress events are told apart by retrieval id (the caller's own, if it gave one)
             args.setdefault("retrieval_id", f"mcp-{uuid.uuid4().hex}")
-
-        def build(project_id: str) -> tuple[str, str, Any, Any]:
-            path = endpoint_path(spec.path, project_id, path_args)
-            if spec.method == "GET":
-                return spec.method, path, None, args
-            body = {**args, "project_id": project_id} if spec.project_in_body else args
-            return spec.method, path, body, None
-
-        if spec.name == "drift_search" and isinstance(args["retrieval_id"], str):
-            answer = await self._with_progress(ctx, args["retrieval_id"], caller, build)
+            body = {**args, "project_id": caller.project_id}
+            if isinstance(args["retrieval_id"], str):
+                answer = await self._with_progress(ctx, args["retrieval_id"], caller, path, body)
+            else:  # the endpoint refuses it
+                answer = await self._rest(caller, spec.method, path, body=body)
         else:
-            answer = await self._rest(caller, build)
+            answer = await self._rest(caller, spec.method, path, body=args)
         return _result(answer)
 
+    async def _refused_arguments(self, spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any] | None:
+        """What the endpoint cannot check itself: the path's arguments (one segment of 1 to 256
+        characters each) and, for a GET, unknown query parameters (a body's unknown fields are
+        refused by its serializer). The REST error envelope, or None."""
+        for name in spec.path_args:
+            value = args.get(name)
+            if not isinstance(value, str) or not value.strip() or len(value) > 256 or "/" in value:
+                return _envelope(f"{name}: 1 to 256 characters, no '/'", {name: ["invalid"]})
+        if spec.method == "GET":
+            schemas = await asyncio.get_running_loop().run_in_executor(self.executor, input_schemas)
+            unknown = sorted(set(args) - set(schemas[spec.name]["properties"]))[:20]
+            if unknown:
+                return _envelope(
+                    f"{unknown[0]}: unknown field", {name: ["unknown field"] for name in unknown}
+                )
+        return None
+
     async def _with_progress(
-        self, ctx: Any, retrieval_id: str, caller: Caller, build: Callable[..., Any]
+        self, ctx: Any, retrieval_id: str, caller: Caller, path: str, body: dict[str, Any]
     ) -> ApiAnswer:
         """The call, with the DRIFT search's progress events for `retrieval_id` sent to the client as
         progress notifications while it runs (when the request asked for progress; else they are
@@ -149,7 +143,7 @@ class PlatformMcp:
         sender = asyncio.create_task(forward())
         try:
             with progress.listening(retrieval_id, heard):
-                answer = await self._rest(caller, build)
+                answer = await self._rest(caller, "POST", path, body=body)
             # every event heard reached the queue before the answer did (both were handed to this
             # loop from the search's threads, in order): they go out before it
             queue.put_nowait(None)
@@ -160,15 +154,8 @@ class PlatformMcp:
 
     async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         caller = self.caller_of(ctx)
-        answer = await self._rest(
-            caller,
-            lambda pid: (
-                "GET",
-                endpoint_path("projects/{project_id}/documents", pid, {}),
-                None,
-                {"limit": 100},
-            ),
-        )
+        path = endpoint_path("projects/{project_id}/documents", caller.project_id, {})
+        answer = await self._rest(caller, "GET", path, query={"limit": 100})
         _raise_for_key(answer)
         items = answer.body.get("items", []) if answer.ok and isinstance(answer.body, dict) else []
         return types.ListResourcesResult(
@@ -208,7 +195,7 @@ class PlatformMcp:
             raise MCPError(INVALID_PARAMS, f"unknown resource: {uri[:200]!r}")
         caller = self.caller_of(ctx)
         answer = await self._rest(
-            caller, lambda pid: ("GET", endpoint_path(_URI_PATHS[kind], pid, {"id": ident}), None, None)
+            caller, "GET", endpoint_path(_URI_PATHS[kind], caller.project_id, {"id": ident})
         )
         _raise_for_key(answer)
         if not answer.ok:
@@ -244,6 +231,10 @@ def _raise_for_key(answer: ApiAnswer) -> None:
         error = (answer.body or {}).get("error", {}) if isinstance(answer.body, dict) else {}
         code = UNAUTHORIZED if answer.status == 401 else FORBIDDEN
         raise MCPError(code, str(error.get("message") or "not allowed"), error or None)
+
+
+def _envelope(message: str, fields: dict[str, list[str]]) -> dict[str, Any]:
+    return {"code": "invalid_input", "message": message, "details": {"fields": fields}}
 
 
 def _failed(status: int, error: dict[str, Any]) -> types.CallToolResult:

@@ -194,6 +194,7 @@ async def test_bad_arguments_are_tool_errors_that_write_nothing(
             ("memory_add", {"messages": [{"role": "user", "text": "hi"}], "scope": {}}, "scope"),
             ("document_add", {"title": "no text"}, "text"),
             ("document_get", {"document_id": ""}, "document_id"),
+            ("document_get", {"document_id": "x/references"}, "document_id"),
             ("job_status", {"job_id": 7}, "job_id"),
             ("job_status", {"job_id": "j", "verbose": True}, "verbose"),
         ]
@@ -206,6 +207,9 @@ async def test_bad_arguments_are_tool_errors_that_write_nothing(
                 error,
             )
             assert field in error["message"] or field in error["details"].get("fields", {}), (name, error)
+        # an id that is no document's (any characters but '/') is not found, as over REST
+        missing = await client.call_tool("document_get", {"document_id": "nö such id?#"})
+        assert missing.is_error and missing.structured_content["status"] == 404
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("drop_database", {})
         assert unknown.value.code == INVALID_PARAMS
