@@ -98,6 +98,9 @@ async def test_an_mcp_client_lists_the_tools_searches_and_stores_a_memory(
         # a retried store changes nothing: the same id, marked a duplicate, and no new job
         assert [(m["id"], m.get("duplicate")) for m in again.structured_content["stored"]] == [(ids[0], True)]
         assert again.structured_content["job_id"] is None
+        conversation = {"conversation_id": stored.structured_content["conversation_id"]}
+        references = await client.call_tool("conversation_references", conversation)
+        assert not references.is_error, references.content
         job = await client.call_tool("job_status", {"job_id": stored.structured_content["job_id"]})
         assert not job.is_error and job.structured_content["id"] == stored.structured_content["job_id"]
         remembered = await client.call_tool(
@@ -259,8 +262,13 @@ async def test_another_projects_ids_are_not_found(
             "memory_add", {"messages": [{"role": "user", "text": "secret"}], "scope": SCOPE}
         )
         their_job = stored.structured_content["job_id"]
+        their_conversation = stored.structured_content["conversation_id"]
     async with mcp_client(platform_web, client_tenant.write_key.key) as client:
-        for name, args in (("document_get", {"document_id": theirs}), ("job_status", {"job_id": their_job})):
+        for name, args in (
+            ("document_get", {"document_id": theirs}),
+            ("job_status", {"job_id": their_job}),
+            ("conversation_references", {"conversation_id": their_conversation}),
+        ):
             result = await client.call_tool(name, args)
             assert result.is_error and result.structured_content["status"] == 404, (name, result.content)
             assert "secret" not in result.content[0].text
