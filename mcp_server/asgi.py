@@ -94,7 +94,8 @@ class McpHttp:
         await self.manager.handle_request(scope, receive, send)
 
     async def _refusal(self, scope: Scope) -> tuple[int, int, str, list[tuple[bytes, bytes]]] | None:
-        domain, _port = split_domain_port(_header(scope, b"host") or "")
+        host = _header(scope, b"host") or ""
+        domain, _port = split_domain_port(host)
         if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
             return 400, -32600, "host not allowed", []
         origin = _header(scope, b"origin")
@@ -105,7 +106,6 @@ class McpHttp:
         if key is None:
             return 401, UNAUTHORIZED, "an API key is needed: Authorization: Bearer <key>", challenge
         client = scope.get("client") or ("127.0.0.1", 0)
-        host = _header(scope, b"host") or "localhost"
         known = await asyncio.get_running_loop().run_in_executor(
             self.executor, partial(key_project, key, remote_addr=client[0])
         )

@@ -89,16 +89,15 @@ class PlatformMcp:
         path = endpoint_path(spec.path, caller.project_id, {name: args.pop(name) for name in spec.path_args})
         if spec.method == "GET":
             answer = await self._rest(caller, "GET", path, query=args)
-        elif spec.name == "drift_search":
-            # its progress events are told apart by retrieval id (the caller's own, if it gave one)
-            args.setdefault("retrieval_id", f"mcp-{uuid.uuid4().hex}")
-            body = {**args, "project_id": caller.project_id}
-            if isinstance(args["retrieval_id"], str):
-                answer = await self._with_progress(ctx, args["retrieval_id"], caller, path, body)
-            else:  # the endpoint refuses it
-                answer = await self._rest(caller, spec.method, path, body=body)
         else:
-            answer = await self._rest(caller, spec.method, path, body=args)
+            if spec.progress:
+                # its progress events are told apart by retrieval id (the caller's own, if it gave one)
+                args.setdefault("retrieval_id", f"mcp-{uuid.uuid4().hex}")
+            body = {**args, "project_id": caller.project_id} if spec.project_in_body else args
+            if spec.progress and isinstance(args["retrieval_id"], str):  # else the endpoint refuses it
+                answer = await self._with_progress(ctx, args["retrieval_id"], caller, path, body)
+            else:
+                answer = await self._rest(caller, spec.method, path, body=body)
         return _result(answer)
 
     async def _refused_arguments(self, spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any] | None:

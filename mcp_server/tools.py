@@ -24,6 +24,8 @@ class ToolSpec:
     destructive: bool = False
     # the body carries the project id (the DRIFT endpoint takes it there, not in the path)
     project_in_body: bool = False
+    # the endpoint publishes retrieval_progress events, sent on as progress notifications
+    progress: bool = False
 
     @property
     def path_args(self) -> tuple[str, ...]:
@@ -63,6 +65,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         method="POST",
         path="/retrieve",
         project_in_body=True,
+        progress=True,
     ),
     ToolSpec(
         name="document_add",
