@@ -15,6 +15,7 @@ the spread of the runs; bench/results/README.md is the combined table.
     python bench/run.py --only curation # erasure of a heavy user, retention over 1M messages, admin pages
     python bench/run.py --only adversarial  # 80 KB / 1 MB adversarial vs normal text, text endpoints
     python bench/run.py --only conversations  # chat turn, conversation-aware search, reference queries
+    python bench/run.py --only portability  # export and import of a 100,000-chunk project
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from bench import (  # noqa: E402
     memory,
     memory_floor,
     memory_ingest,
+    portability,
     retrieval,
     rows,
     sessions,
@@ -70,6 +72,7 @@ BENCHMARKS = {
     "memory": memory,
     "memory_floor": memory_floor,
     "memory_ingest": memory_ingest,
+    "portability": portability,
     "locomo": locomo,
     "locomo_answers": locomo_answers,
     "sessions": sessions,

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "sessions_graph",
     "curation",
     "mcp_server",
+    "portability",
 ]
 
 MIDDLEWARE = [
@@ -140,6 +141,24 @@ MCP_MAX_BODY_BYTES = env.int(
     "MCP_MAX_BODY_BYTES", default=env.int("API_MAX_BODY_BYTES", default=10 * 1024 * 1024)
 )
 MCP_API_KEY = env.str("MCP_API_KEY", default="")
+
+# --- export and import (portability/) -------------------------------------------------------------
+# Export archives and uploaded imports are kept in Django's "portability" storage: this directory
+# by default (STORAGES below).
+PORTABILITY_ARCHIVE_DIR = Path(
+    env.str("PORTABILITY_ARCHIVE_DIR", default=str(VAR_DIR / "archives"))
+).resolve()
+PORTABILITY_QUEUE = env.str("PORTABILITY_QUEUE", default="celery")  # Celery queue of export and import jobs
+PORTABILITY_BATCH = env.int("PORTABILITY_BATCH", default=1000)  # rows read or written per transaction
+PORTABILITY_COMPRESS_LEVEL = env.int("PORTABILITY_COMPRESS_LEVEL", default=1)  # gzip level of archives (0-9)
+# The largest archive POST /projects:import accepts (other requests keep API_MAX_BODY_BYTES).
+PORTABILITY_IMPORT_MAX_BYTES = env.int("PORTABILITY_IMPORT_MAX_BYTES", default=4 * 1024**3)
+# How long an import waits for the project's fulltext index to come online before it finishes.
+PORTABILITY_INDEX_WAIT_SEC = env.int("PORTABILITY_INDEX_WAIT_SEC", default=300)
+STORAGES["portability"] = {
+    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "OPTIONS": {"location": str(PORTABILITY_ARCHIVE_DIR)},
+}
 
 # --- API ------------------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=10 * 1024 * 1024)

@@ -24,6 +24,7 @@ from core import graph
 from core.embeddings import get_embedder
 from core.errors import InvalidInput, NotFound
 from core.graph.schema import ensure_schema
+from core.graph.transfer import GraphOwner, module_labels
 from core.jobs import broker_ensure, job_create, job_enqueue
 from core.llm.usage import usage_meter
 from core.models import Job, Project
@@ -33,6 +34,7 @@ from core.services import project_embedder_check, project_graph_changed
 from core.text.metadata import encode_pairs
 from core.text.pii import PLACEHOLDERS, anonymise
 from knowledge import cypher
+from knowledge import nodes as knowledge_nodes
 from knowledge.communities import REBUILD_TASK, communities_schedule
 from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
 from knowledge.models import IngestBatch
@@ -694,3 +696,20 @@ def communities_job_get_or_create(*, project_id: str) -> tuple[Job, bool]:
         project_id=project_id, kind="communities", task=REBUILD_TASK, queue=settings.INGEST_QUEUE
     )
     return job, True
+
+
+# --- export and import (portability/) ----------------------------------------------------------------
+
+
+def _import_finished(project_id: str) -> None:
+    """After an import: the project's fulltext index (and its vector index when it is large) exist."""
+    project_fulltext_ensure(project_id, wait_sec=settings.PORTABILITY_INDEX_WAIT_SEC)
+    project_index_ensure(project_id)
+
+
+GRAPH = GraphOwner(
+    app="knowledge",
+    labels=module_labels(knowledge_nodes),
+    extra_labels=lambda label, project_id: [chunk_label(project_id)] if label == "Chunk" else [],
+    after_import=_import_finished,
+)

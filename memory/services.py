@@ -26,6 +26,7 @@ from core import graph
 from core.embeddings import get_embedder
 from core.errors import DependencyUnavailable, InvalidInput, NotFound, PayloadTooLarge
 from core.graph.schema import ensure_schema
+from core.graph.transfer import GraphOwner, module_labels
 from core.jobs import broker_ensure, job_submit
 from core.jobs.tasks import JobOutcome
 from core.llm.client import LLMInvalidOutput, llm_configured
@@ -37,6 +38,7 @@ from knowledge.pipeline.chunking import count_tokens
 from knowledge.selectors import entities_named, references_resolve
 from memory import cypher, extraction
 from memory import metadata as message_metadata
+from memory import nodes as memory_nodes
 from memory import text as message_text
 from memory.dto import ForgetResult, MessageInput, StoreResult
 from memory.indexes import ensure_memory_indexes
@@ -1130,3 +1132,29 @@ def memories_forget(*, project_id: str, scope: Scope, requested_by: str = "") ->
         took_ms=took_ms,
     )
     return ForgetResult(erased=dict(erased), audit_id=audit.pk, took_ms=took_ms)
+
+
+# --- export and import (portability/) ----------------------------------------------------------------
+
+
+def _moved_scope_tokens(props: dict[str, Any], source_project_id: str, project_id: str) -> dict[str, Any]:
+    """A node's `scope_tokens` start with its project's token: a node moved to another project
+    carries that project's, so the fulltext scope filters find it there."""
+    tokens = props.get("scope_tokens")
+    if isinstance(tokens, str):
+        old, new = token("project_id", source_project_id), token("project_id", project_id)
+        props["scope_tokens"] = " ".join(new if part == old else part for part in tokens.split())
+    return props
+
+
+def _import_finished(project_id: str) -> None:
+    """After an import: the memory indexes exist (they are shared by every project)."""
+    ensure_memory_indexes()
+
+
+GRAPH = GraphOwner(
+    app="memory",
+    labels=module_labels(memory_nodes),
+    rewrite=_moved_scope_tokens,
+    after_import=_import_finished,
+)

@@ -20,7 +20,9 @@ from neo4j.exceptions import ConstraintError
 from core import graph
 from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from core.graph.schema import ensure_schema
+from core.graph.transfer import GraphOwner, module_labels
 from sessions_graph import cypher
+from sessions_graph import nodes as sessions_nodes
 from sessions_graph.selectors import session_record
 
 APP_PREFIX, USER_PREFIX, TEMP_PREFIX = "app:", "user:", "temp:"
@@ -379,3 +381,8 @@ def user_erase(*, project_id: str, user_id: str, batch: int) -> dict[str, int]:
             break
     row = graph.write(cypher.USER_STATE_DELETE, project_id=project_id, user_id=user_id)[0]
     return {**counts, "user_states": int(row["user_states"]), "users": int(row["users"])}
+
+
+# --- export and import (portability/) ----------------------------------------------------------------
+
+GRAPH = GraphOwner(app="sessions_graph", labels=module_labels(sessions_nodes))

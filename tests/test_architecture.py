@@ -12,7 +12,16 @@ import pytest
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parent.parent
-SERVER_APPS = ("core", "knowledge", "memory", "retrieval", "sessions_graph", "curation", "mcp_server")
+SERVER_APPS = (
+    "core",
+    "knowledge",
+    "memory",
+    "retrieval",
+    "sessions_graph",
+    "curation",
+    "mcp_server",
+    "portability",
+)
 MAX_FUNCTION_LINES = 80
 
 _DDL = re.compile(r"\s*(CREATE|DROP)\s+(INDEX|CONSTRAINT|FULLTEXT|VECTOR|RANGE|TEXT|POINT)\b", re.IGNORECASE)

@@ -11,9 +11,12 @@ from django.http import HttpRequest, HttpResponse
 from core.api.throttling import PROBE_PATHS, probe_check, probe_identities, probe_record
 from core.errors import dependency_response, json_error
 
+IMPORT_PATH = "/api/v1/projects:import"
+
 
 class BodySizeLimitMiddleware:
-    """Refuse a body larger than API_MAX_BODY_BYTES before anything reads it."""
+    """Refuse a body larger than API_MAX_BODY_BYTES before anything reads it; an archive uploaded to
+    /api/v1/projects:import may be as large as PORTABILITY_IMPORT_MAX_BYTES (it is spooled to disk)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -25,6 +28,8 @@ class BodySizeLimitMiddleware:
         except ValueError:
             return json_error(400, "malformed_request", "invalid Content-Length header")
         limit = settings.API_MAX_BODY_BYTES
+        if request.path_info == IMPORT_PATH:
+            limit = settings.PORTABILITY_IMPORT_MAX_BYTES
         if length > limit:
             return json_error(413, "payload_too_large", "request body is too large", limit_bytes=limit)
         return self.get_response(request)

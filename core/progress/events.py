@@ -36,7 +36,13 @@ def project_group(project_id: str) -> str:
 
 
 class ProgressEvent(BaseModel):
-    message_type: Literal["retrieval_progress", "ingestion_progress", "memory_progress", "curation_progress"]
+    message_type: Literal[
+        "retrieval_progress",
+        "ingestion_progress",
+        "memory_progress",
+        "curation_progress",
+        "portability_progress",
+    ]
     project_id: str
     retrieval_id: str | None = None
     job_id: str | None = None

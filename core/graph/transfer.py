@@ -1,0 +1,221 @@
+"""Bulk reads and writes of a project's nodes and relationships, for export and import.
+
+Labels and relationship types cannot be query parameters where an index must serve the lookup, so
+they are checked against `IDENTIFIER` and put into the query text. Nothing here knows a label: each
+app calls these with its own labels (the app that defines a label is the only one that writes it,
+docs/architecture.md), and the portability app asks each app in turn.
+
+Values are the property values Neo4j stores: strings, numbers, booleans, lists of them, and temporal
+values, which `encode_value` turns into `{"$t": kind, "v": iso}` for JSON and `decode_props` back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import neo4j
+import neo4j.time
+
+from core import graph
+from core.errors import InvalidInput
+from core.nodes import TenantNode
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+
+_TEMPORAL: dict[str, Any] = {
+    "datetime": neo4j.time.DateTime,
+    "date": neo4j.time.Date,
+    "time": neo4j.time.Time,
+}
+
+
+def identifier(name: str, *, what: str = "label") -> str:
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
+        raise InvalidInput(f"{what} {name!r} is not a plain identifier", details={what: str(name)[:100]})
+    return name
+
+
+def encode_value(value: Any) -> Any:
+    """The JSON form of a value JSON has no type for (orjson's `default` hook)."""
+    for kind, cls in _TEMPORAL.items():
+        if isinstance(value, cls):
+            return {"$t": kind, "v": value.iso_format()}
+    if isinstance(value, neo4j.time.Duration):
+        return {"$t": "duration", "v": [value.months, value.days, value.seconds, value.nanoseconds]}
+    raise TypeError(f"a property value of type {type(value).__name__} cannot be exported")
+
+
+def decode_value(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    kind, raw = value.get("$t"), value.get("v")
+    if kind in _TEMPORAL and isinstance(raw, str):
+        try:
+            return _TEMPORAL[kind].from_iso_format(raw)
+        except ValueError as exc:
+            raise InvalidInput(f"bad {kind} value {raw!r}") from exc
+    if kind == "duration" and isinstance(raw, list) and len(raw) == 4:
+        months, days, seconds, nanoseconds = raw
+        return neo4j.time.Duration(months=months, days=days, seconds=seconds, nanoseconds=nanoseconds)
+    raise InvalidInput(
+        "a property value is a map, which Neo4j cannot store", details={"value": str(value)[:100]}
+    )
+
+
+def decode_props(props: dict[str, Any]) -> dict[str, Any]:
+    return {key: decode_value(value) for key, value in props.items()}
+
+
+def _stream(query: str, params: dict[str, Any], batch: int) -> Iterator[list[dict[str, Any]]]:
+    """Rows of one read transaction, `batch` at a time: the driver fetches as we go, so memory holds
+    one batch, whatever the size of the result."""
+    with (
+        graph.translate_errors(),
+        graph.get_driver().session(
+            database=graph.database(), default_access_mode=neo4j.READ_ACCESS, fetch_size=batch
+        ) as session,
+        session.begin_transaction() as tx,
+    ):
+        page: list[dict[str, Any]] = []
+        for record in tx.run(query, params):
+            page.append(record.data())
+            if len(page) >= batch:
+                yield page
+                page = []
+        if page:
+            yield page
+
+
+def node_pages(label: str, project_id: str, *, batch: int = 1000) -> Iterator[list[dict[str, Any]]]:
+    """Every property map of the project's nodes with `label`, in pages."""
+    query = f"MATCH (n:{identifier(label)}) WHERE n.project_id = $project_id RETURN properties(n) AS p"
+    for page in _stream(query, {"project_id": project_id}, batch):
+        yield [row["p"] for row in page]
+
+
+def relationship_pages(
+    start_label: str, project_id: str, *, batch: int = 1000
+) -> Iterator[list[dict[str, Any]]]:
+    """The project's relationships leaving nodes with `start_label`: start id, type, the end node's
+    labels and id, properties. Relationships to another project's nodes are not the project's."""
+    query = (
+        f"MATCH (a:{identifier(start_label)})-[r]->(b) WHERE a.project_id = $project_id "
+        "AND b.project_id = $project_id "
+        "RETURN a.id AS s, type(r) AS t, labels(b) AS el, b.id AS e, properties(r) AS p"
+    )
+    yield from _stream(query, {"project_id": project_id}, batch)
+
+
+def count_nodes(label: str, project_id: str) -> int:
+    rows = graph.read(
+        f"MATCH (n:{identifier(label)}) WHERE n.project_id = $project_id RETURN count(n) AS n",
+        project_id=project_id,
+    )
+    return int(rows[0]["n"])
+
+
+def existing_ids(label: str, ids: list[str], *, limit: int = 20) -> list[str]:
+    """Which of `ids` a node with `label` already has (any project)."""
+    rows = graph.read(
+        f"UNWIND $ids AS id MATCH (n:{identifier(label)} {{id: id}}) RETURN n.id AS id LIMIT $limit",
+        ids=ids,
+        limit=limit,
+    )
+    return [str(row["id"]) for row in rows]
+
+
+def create_nodes(labels: list[str], project_id: str, rows: list[dict[str, Any]]) -> int:
+    """Create one node per property map, in one transaction, with `labels` (the first is the one
+    its id is unique on) and `project_id` set to the importing project's."""
+    label_text = ":".join(identifier(label) for label in labels)
+    query = (
+        f"UNWIND $rows AS p CREATE (n:{label_text}) SET n = p, n.project_id = $project_id "
+        "RETURN count(n) AS n"
+    )
+    return int(graph.write(query, rows=rows, project_id=project_id)[0]["n"])
+
+
+def create_relationships(
+    start_label: str, rel_type: str, end_label: str, project_id: str, rows: list[dict[str, Any]]
+) -> int:
+    """Create `(start)-[:rel_type]->(end)` for each row `{s, e, p}` between the project's nodes. A row
+    whose ends are missing is an error: the count tells the caller how many were made."""
+    query = (
+        f"UNWIND $rows AS r MATCH (a:{identifier(start_label)} {{id: r.s}}) "
+        f"MATCH (b:{identifier(end_label)} {{id: r.e}}) "
+        "WHERE a.project_id = $project_id AND b.project_id = $project_id "
+        f"CREATE (a)-[x:{identifier(rel_type, what='type')}]->(b) SET x = r.p RETURN count(x) AS n"
+    )
+    return int(graph.write(query, rows=rows, project_id=project_id)[0]["n"])
+
+
+def delete_project_nodes(label: str, project_id: str, *, batch: int = 5000) -> int:
+    """Delete the project's nodes with `label` and their relationships, `batch` per transaction."""
+    query = (
+        f"MATCH (n:{identifier(label)}) WHERE n.project_id = $project_id "
+        "WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS n"
+    )
+    total = 0
+    while True:
+        removed = int(graph.write(query, project_id=project_id, batch=batch)[0]["n"])
+        total += removed
+        if removed < batch:
+            return total
+
+
+def module_labels(module: ModuleType) -> tuple[str, ...]:
+    """The labels of the concrete tenant node classes a nodes module defines."""
+    found = []
+    for value in vars(module).values():
+        if (
+            isinstance(value, type)
+            and issubclass(value, TenantNode)
+            and value.__module__ == module.__name__
+            and "__label__" in value.__dict__  # abstract bases get none
+        ):
+            found.append(value.__label__)
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class GraphOwner:
+    """What one app owns of the graph, as export and import see it: its labels (those its nodes.py
+    defines), the labels a node gets beside its own on import (a chunk's per-project label), how a
+    node's properties that were derived from its project's id change when it moves to another
+    project (`rewrite(props, source_project_id, project_id)`), and what to do once the project's
+    nodes are in (its per-project indexes)."""
+
+    app: str
+    labels: tuple[str, ...]
+    extra_labels: Callable[[str, str], list[str]] = field(default=lambda label, project_id: [])
+    rewrite: Callable[[dict[str, Any], str, str], dict[str, Any]] = field(
+        default=lambda props, source, target: props
+    )
+    after_import: Callable[[str], None] = field(default=lambda project_id: None)
+
+    def check(self, label: str) -> str:
+        if label not in self.labels:
+            raise InvalidInput(f"{self.app} does not own the label {label!r}", details={"label": label})
+        return label
+
+    def import_nodes(
+        self, *, label: str, source_project_id: str, project_id: str, rows: list[dict[str, Any]]
+    ) -> int:
+        self.check(label)
+        labels = [label, *self.extra_labels(label, project_id)]
+        props = [self.rewrite(decode_props(row), source_project_id, project_id) for row in rows]
+        return create_nodes(labels, project_id, props)
+
+    def import_relationships(
+        self, *, start_label: str, rel_type: str, end_label: str, project_id: str, rows: list[dict[str, Any]]
+    ) -> int:
+        self.check(start_label)
+        decoded = [{"s": row["s"], "e": row["e"], "p": decode_props(row.get("p") or {})} for row in rows]
+        return create_relationships(start_label, rel_type, end_label, project_id, decoded)
+
+    def erase(self, *, project_id: str) -> int:
+        return sum(delete_project_nodes(label, project_id) for label in self.labels)

@@ -1,0 +1,172 @@
+"""Import: an archive (portability.archive) loaded into one project, through the apps that own its
+labels (portability.owners), in batches of PORTABILITY_BATCH rows per transaction.
+
+All or nothing: the project is empty before (the request checks it, and a run starts by erasing what
+an interrupted run of the same job left), and any failure erases everything the run wrote before
+it is reported. A node keeps its id; its `project_id` (and what was derived from it) becomes the
+importing project's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import IO, Any
+
+from django.conf import settings
+
+from core.graph.schema import ensure_schema
+from core.graph.transfer import count_nodes, existing_ids
+from portability import archive
+from portability.archive import ArchiveInvalid
+from portability.owners import OWNERS, owner_of
+
+Progress = Callable[[str, int], None]
+MAX_REPORTED_IDS = 20
+
+
+def _node_row(row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    label, props = row.get("label"), row.get("props")
+    if not isinstance(props, dict) or not isinstance(props.get("id"), str) or not props["id"]:
+        raise ArchiveInvalid(f"{archive.NODES}: a node has no properties with a string id")
+    owner_of(label)
+    return str(label), props
+
+
+def _relationship_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    keys = (row.get("start_label"), row.get("type"), row.get("end_label"))
+    if not all(isinstance(key, str) for key in keys) or not isinstance(row.get("props", {}), dict):
+        raise ArchiveInvalid(f"{archive.RELATIONSHIPS}: a relationship lacks its type, labels or properties")
+    owner_of(keys[0])
+    owner_of(keys[2])
+    return str(keys[0]), str(keys[1]), str(keys[2])
+
+
+def preflight(source: IO[bytes]) -> tuple[dict[str, Any], list[str], int]:
+    """Read the whole archive: its manifest, checksums and rows are checked, and its node ids looked
+    up in the database. Returns the manifest, up to 20 ids that exist already, and how many do."""
+    ensure_schema()  # the id lookups below go through each label's uniqueness constraint
+    manifest: dict[str, Any] = {}
+    pending: dict[str, list[str]] = defaultdict(list)
+    found: list[str] = []
+    clashes = 0
+
+    def flush(label: str) -> None:
+        nonlocal clashes
+        hits = existing_ids(label, pending.pop(label), limit=settings.PORTABILITY_BATCH * 5)
+        clashes += len(hits)
+        found.extend(hits[: MAX_REPORTED_IDS - len(found)])
+
+    for kind, value in archive.read(source):
+        if kind == "manifest":
+            manifest = value
+            continue
+        member, line = value
+        row = archive.parse_line(member, line)
+        if member == archive.NODES:
+            label, props = _node_row(row)
+            pending[label].append(props["id"])
+            if len(pending[label]) >= settings.PORTABILITY_BATCH * 5:
+                flush(label)
+        else:
+            _relationship_key(row)
+    for label in list(pending):
+        flush(label)
+    return manifest, found, clashes
+
+
+def erase(project_id: str) -> int:
+    return sum(owner.erase(project_id=project_id) for owner in OWNERS)
+
+
+class _Loader:
+    """Rows gathered into batches and written through their owners."""
+
+    def __init__(self, source_project_id: str, project_id: str, progress: Progress) -> None:
+        self.source, self.project_id, self.progress = source_project_id, project_id, progress
+        self.nodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.rels: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+        self.written = {"nodes": 0, "relationships": 0}
+
+    def add(self, member: str, row: dict[str, Any]) -> None:
+        if member == archive.NODES:
+            label, props = _node_row(row)
+            self.nodes[label].append(props)
+            if len(self.nodes[label]) >= settings.PORTABILITY_BATCH:
+                self.flush_nodes(label)
+        else:
+            key = _relationship_key(row)
+            self.rels[key].append({"s": row.get("start"), "e": row.get("end"), "p": row.get("props") or {}})
+            if len(self.rels[key]) >= settings.PORTABILITY_BATCH:
+                self.flush_relationships(key)
+
+    def flush_nodes(self, label: str) -> None:
+        rows = self.nodes.pop(label, [])
+        if rows:
+            owner = owner_of(label)
+            self.written["nodes"] += owner.import_nodes(
+                label=label, source_project_id=self.source, project_id=self.project_id, rows=rows
+            )
+            self.progress("nodes", self.written["nodes"])
+
+    def flush_relationships(self, key: tuple[str, str, str]) -> None:
+        rows = self.rels.pop(key, [])
+        if not rows:
+            return
+        start_label, rel_type, end_label = key
+        made = owner_of(start_label).import_relationships(
+            start_label=start_label,
+            rel_type=rel_type,
+            end_label=end_label,
+            project_id=self.project_id,
+            rows=rows,
+        )
+        if made != len(rows):
+            raise ArchiveInvalid(
+                f"{archive.RELATIONSHIPS}: {len(rows) - made} {rel_type} relationships "
+                "name nodes the archive lacks"
+            )
+        self.written["relationships"] += made
+        self.progress("relationships", self.written["relationships"])
+
+    def finish(self) -> None:
+        for label in list(self.nodes):
+            self.flush_nodes(label)
+        for key in list(self.rels):
+            self.flush_relationships(key)
+
+
+def _check_counts(manifest: dict[str, Any], project_id: str) -> None:
+    expected = manifest["counts"].get("nodes") or {}
+    for label, count in expected.items():
+        have = count_nodes(owner_of(label).check(label), project_id)
+        if have != count:
+            raise ArchiveInvalid(f"the archive's manifest counts {count} {label} nodes, its data {have}")
+
+
+def load(source: IO[bytes], *, project_id: str, progress: Progress) -> dict[str, int]:
+    """Load the archive into the (empty) project; on any failure the project is emptied again."""
+    ensure_schema()  # ids unique per label, and the lookups of relationship ends by id
+    erase(project_id)
+    loader: _Loader | None = None
+    try:
+        for kind, value in archive.read(source):
+            if kind == "manifest":
+                manifest = value
+                loader = _Loader(str(manifest["source"].get("project_id") or ""), project_id, progress)
+                continue
+            member, line = value
+            if member == archive.RELATIONSHIPS and loader is not None and loader.nodes:
+                for label in list(loader.nodes):
+                    loader.flush_nodes(label)
+            assert loader is not None  # noqa: S101 - archive.read yields the manifest first
+            loader.add(member, archive.parse_line(member, line))
+        assert loader is not None  # noqa: S101
+        loader.finish()
+        _check_counts(manifest, project_id)
+        for owner in OWNERS:
+            owner.after_import(project_id)
+    except BaseException:
+        erase(project_id)
+        raise
+    return loader.written
