@@ -112,10 +112,14 @@ def _sampled(cmd: list[str], env: dict[str, str]) -> tuple[str, float, float]:
     return output, round(peak[0], 1), round(time.perf_counter() - started, 2)
 
 
-def _step(platform: PlatformRun, step: str, **args: Any) -> tuple[dict[str, Any], float, float]:
+def _step(
+    platform: PlatformRun, step: str, *, loader: str = "bench.curation_loader", **args: Any
+) -> tuple[dict[str, Any], float, float]:
+    """Run `step` of `loader` (its `main()`) in a `manage.py shell` beside the platform: (its printed
+    result, the process's peak MiB, s)."""
     env = {**platform.cli_env(), "BENCH_STEP": step, "BENCH_ARGS": json.dumps(args)}
     output, peak, took = _sampled(
-        [sys.executable, "manage.py", "shell", "-c", "from bench.curation_loader import main; main()"], env
+        [sys.executable, "manage.py", "shell", "-c", f"from {loader} import main; main()"], env
     )
     match = re.search(r"^BENCH_RESULT (.*)$", output, re.MULTILINE)
     if not match:

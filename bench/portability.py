@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.curation import _step
+from bench.curation import _step as _curation_step
 from bench.memory import _platform
 from bench.rows import row
 
@@ -36,6 +36,10 @@ REPEATS_INSIDE = True
 REPEATS = 3
 CHUNKS = int(100_000 * SCALE)
 ENTITIES = int(5_000 * SCALE)
+
+
+def _step(platform: Any, step: str, **args: Any) -> tuple[dict[str, Any], float, float]:
+    return _curation_step(platform, step, loader="bench.portability_loader", **args)
 
 
 def _runs(platform: Any, project_id: str, scratch: Path) -> dict[str, Any]:

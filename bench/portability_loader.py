@@ -117,9 +117,14 @@ def read(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def import_(args: dict[str, Any]) -> dict[str, Any]:
+    from core.graph.schema import ensure_schema
     from core.services import project_create
+    from memory.indexes import ensure_memory_indexes
     from portability import importer
 
+    # what a running worker did once at its first job: not the import's own time
+    ensure_schema()
+    ensure_memory_indexes()
     project = project_create(name=f"imported {args['run']}")
     started = time.perf_counter()
     with open(args["path"], "rb") as source:

@@ -81,8 +81,12 @@ def _stream(query: str, params: dict[str, Any], batch: int) -> Iterator[list[dic
         session.begin_transaction() as tx,
     ):
         page: list[dict[str, Any]] = []
-        for record in tx.run(query, params):
-            page.append(record.data())
+        result = tx.run(query, params)
+        keys = result.keys()
+        for record in result:
+            # not record.data(): it walks every value (each float of an embedding) to convert graph
+            # types, which made reading 5,000 chunks take 3 s instead of 0.5 s
+            page.append(dict(zip(keys, record, strict=True)))
             if len(page) >= batch:
                 yield page
                 page = []
@@ -144,9 +148,12 @@ def create_relationships(
 ) -> int:
     """Create `(start)-[:rel_type]->(end)` for each row `{s, e, p}` between the project's nodes. A row
     whose ends are missing is an error: the count tells the caller how many were made."""
+    start, end = identifier(start_label), identifier(end_label)
+    # the hints keep the planner on the id lookups: left to itself it may scan the project's nodes
+    # by `project_id` for every row (0.9 s per 1,000 relationships in a 3,000-chunk project)
     query = (
-        f"UNWIND $rows AS r MATCH (a:{identifier(start_label)} {{id: r.s}}) "
-        f"MATCH (b:{identifier(end_label)} {{id: r.e}}) "
+        f"UNWIND $rows AS r MATCH (a:{start} {{id: r.s}}) USING INDEX a:{start}(id) "
+        f"MATCH (b:{end} {{id: r.e}}) USING INDEX b:{end}(id) "
         "WHERE a.project_id = $project_id AND b.project_id = $project_id "
         f"CREATE (a)-[x:{identifier(rel_type, what='type')}]->(b) SET x = r.p RETURN count(x) AS n"
     )
