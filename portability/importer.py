@@ -16,7 +16,7 @@ from typing import IO, Any
 from django.conf import settings
 
 from core.graph.schema import ensure_schema
-from core.graph.transfer import count_nodes, existing_ids
+from core.graph.transfer import IDENTIFIER, count_nodes, existing_ids
 from portability import archive
 from portability.archive import ArchiveInvalid
 from portability.owners import OWNERS, owner_of
@@ -39,6 +39,8 @@ def _relationship_key(row: dict[str, Any]) -> tuple[str, str, str]:
         raise ArchiveInvalid(f"{archive.RELATIONSHIPS}: a relationship lacks its type, labels or properties")
     owner_of(keys[0])
     owner_of(keys[2])
+    if not IDENTIFIER.match(str(keys[1])):
+        raise ArchiveInvalid(f"{archive.RELATIONSHIPS}: {str(keys[1])[:100]!r} is not a relationship type")
     return str(keys[0]), str(keys[1]), str(keys[2])
 
 

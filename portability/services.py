@@ -1,8 +1,7 @@
 """Export and import requests (docs/portability.md): checked here, run as jobs (portability.tasks).
 
-Archives live in the `portability` storage (Django's storage API: VAR_DIR/archives by default,
-S3-compatible or Azure Blob through django-storages when configured): exports under
-`exports/<project>/`, uploaded imports under `imports/` until their job has run.
+Archives live in Django's `portability` storage (a directory, PORTABILITY_ARCHIVE_DIR): exports
+under `exports/<project>/`, uploaded imports under `imports/` until their job has succeeded.
 """
 
 from __future__ import annotations
@@ -51,10 +50,8 @@ def archive_storage() -> Storage:
     return storages["portability"]
 
 
-def _writers_active(project_id: str, *, exclude: str | None = None) -> list[str]:
+def _writers_active(project_id: str) -> list[str]:
     jobs = Job.objects.filter(project_id=project_id, kind__in=WRITER_KINDS, status__in=ACTIVE)
-    if exclude:
-        jobs = jobs.exclude(pk=exclude)
     return list(jobs.values_list("id", flat=True)[:20])
 
 
@@ -130,6 +127,7 @@ def export_write(
 
 
 def export_run(job: Job) -> JobOutcome:
+    """Write the project's archive; fail (and drop it) if a graph-writing job began meanwhile."""
     fmt = str(job.inputs.get("format") or "ndjson")
     project = Project.objects.get(pk=job.project_id)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

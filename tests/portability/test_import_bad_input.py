@@ -79,6 +79,8 @@ def test_malformed_contents_are_refused(tenant_a: Tenant) -> None:
         "props": {},
     }
     _refused(tenant_a, hand_archive(memory_rows(1), [rel]), 400, "invalid_archive")
+    rel = {**rel, "end_label": "Memory", "type": "NEXT]->(x) DETACH DELETE x //"}
+    _refused(tenant_a, hand_archive(memory_rows(1), [rel]), 400, "invalid_archive")
     # a plain tar whose first member is not the manifest
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
