@@ -18,9 +18,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path(
-        "api/v1/", include("portability.urls")
-    ),  # before core's projects/<id>, which would match <id>:export
+    # portability before core: core's projects/<id> would take "<id>:export" for a project id
+    path("api/v1/", include("portability.urls")),
     path("api/v1/", include("core.urls")),
     path("api/v1/", include("knowledge.urls")),
     path("api/v1/", include("memory.urls")),

@@ -23,12 +23,12 @@ class ProjectExportApi(ProjectApi):
 
     required_scope = "admin"
 
-    class InputSerializer(StrictSerializer):
+    class ExportInputSerializer(StrictSerializer):
         format = serializers.ChoiceField(choices=sorted(services.FORMATS), default="ndjson")
 
-    @extend_schema(request=InputSerializer, responses={202: _JOB})
+    @extend_schema(request=ExportInputSerializer, responses={202: _JOB})
     def post(self, request: Request, project_id: str) -> Response:
-        data = self.InputSerializer(data=request.data)
+        data = self.ExportInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         job = services.export_submit(project_id=project_id, fmt=data.validated_data["format"])
         return Response({"job_id": job.id}, status=status.HTTP_202_ACCEPTED)
@@ -57,13 +57,13 @@ class ProjectImportApi(PlatformApi):
     required_scope = "admin"
     staff_permission = "core.add_project"
 
-    class InputSerializer(StrictSerializer):
+    class ImportInputSerializer(StrictSerializer):
         archive = serializers.FileField(allow_empty_file=False)
         project_id = serializers.CharField(max_length=36, required=False)
         name = serializers.CharField(max_length=200, required=False, trim_whitespace=True)
 
     @extend_schema(
-        request={"multipart/form-data": InputSerializer},
+        request={"multipart/form-data": ImportInputSerializer},
         responses={
             202: inline_serializer(
                 "ImportAccepted",
@@ -74,7 +74,7 @@ class ProjectImportApi(PlatformApi):
     def post(self, request: Request) -> Response:
         if len(request.FILES.getlist("archive")) > 1:
             raise InvalidInput("send one archive", details={"field": "archive"})
-        data = self.InputSerializer(data=request.data)
+        data = self.ImportInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         project, job = services.import_submit(
             upload=data.validated_data["archive"],

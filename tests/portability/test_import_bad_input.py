@@ -134,3 +134,23 @@ def test_unknown_fields_and_a_missing_archive_are_bad_input(tenant_a: Tenant) ->
     assert response.status_code == 400 and "colour" in response.json()["error"]["details"]["fields"]
     response = client.post("/api/v1/projects:import", orjson.dumps({}), content_type="application/json")
     assert response.status_code == 415
+
+
+def test_an_archive_may_be_larger_than_other_requests_up_to_its_own_limit(tenant_a: Tenant, settings) -> None:  # type: ignore[no-untyped-def]
+    body = hand_archive(memory_rows(400))
+    settings.API_MAX_BODY_BYTES = len(body) // 2
+    settings.PORTABILITY_IMPORT_MAX_BYTES = len(body) * 2
+    client = tenant_a.client(tenant_a.admin_key)
+    # another endpoint refuses a body of that size; the import reads it (and refuses it for its content)
+    response = client.post(
+        f"/api/v1/projects/{tenant_a.project.id}/documents",
+        {"title": "t", "text": "x" * len(body)},
+        format="json",
+    )
+    assert response.status_code == 413
+    rows = memory_rows(400)
+    rows[0]["props"]["id"] = ""
+    _refused(tenant_a, hand_archive(rows), 400, "invalid_archive")
+    settings.PORTABILITY_IMPORT_MAX_BYTES = len(body) // 4
+    error = _refused(tenant_a, body, 413, "payload_too_large")
+    assert error["details"]["limit_bytes"] == len(body) // 4
