@@ -52,7 +52,6 @@ def files_checksum(files: dict[str, Any]) -> str:
 class MemberWriter:
     """One NDJSON data member being written to a scratch file: counted and hashed as it goes."""
 
-    path: Path
     handle: IO[bytes]
     digest: Any = field(default_factory=hashlib.sha256)
     lines: int = 0
@@ -168,15 +167,6 @@ def read(source: IO[bytes]) -> Iterator[tuple[str, Any]]:
         raise ArchiveInvalid(f"the archive is damaged or truncated: {exc}") from exc
     finally:
         tar.close()
-
-
-def verify(source: IO[bytes]) -> dict[str, Any]:
-    """Read the whole archive, checking every checksum; the manifest when all is well."""
-    manifest: dict[str, Any] = {}
-    for kind, value in read(source):
-        if kind == "manifest":
-            manifest = value
-    return manifest
 
 
 def parse_line(member: str, line: bytes) -> dict[str, Any]:

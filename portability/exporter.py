@@ -108,13 +108,13 @@ def export_ndjson(project: Project, target: IO[bytes], progress: Progress) -> di
     with tempfile.TemporaryDirectory(prefix="kp-export-") as scratch:
         paths = {name: Path(scratch) / name for name in archive.DATA_MEMBERS}
         with paths[archive.NODES].open("wb") as handle:
-            nodes = archive.MemberWriter(paths[archive.NODES], handle)
+            nodes = archive.MemberWriter(handle)
             for label, props in project_nodes(project.id, walk, ids):
                 nodes.write(_dumps({"label": label, "props": props}))
                 if nodes.lines % 10_000 == 0:
                     progress("nodes", nodes.lines)
         with paths[archive.RELATIONSHIPS].open("wb") as handle:
-            rels = archive.MemberWriter(paths[archive.RELATIONSHIPS], handle)
+            rels = archive.MemberWriter(handle)
             for row in project_relationships(project.id, walk, ids):
                 rels.write(_dumps(row))
                 if rels.lines % 10_000 == 0:
