@@ -159,6 +159,27 @@ STORAGES["portability"] = {
     "BACKEND": "django.core.files.storage.FileSystemStorage",
     "OPTIONS": {"location": str(PORTABILITY_ARCHIVE_DIR)},
 }
+# Scheduled backups (docs/portability.md): export archives of every project with an enabled schedule
+# (admin: Backup schedules), written to Django's "backups" storage. By default a directory; any
+# django-storages backend otherwise, e.g. BACKUP_STORAGE_BACKEND=storages.backends.s3.S3Storage with
+# BACKUP_STORAGE_OPTIONS={"bucket_name": "kp-backups", "endpoint_url": "http://minio:9000"} (JSON).
+BACKUP_DIR = Path(env.str("BACKUP_DIR", default=str(VAR_DIR / "backups"))).resolve()
+BACKUP_STORAGE_BACKEND = env.str(
+    "BACKUP_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage"
+)
+BACKUP_STORAGE_OPTIONS = env.json("BACKUP_STORAGE_OPTIONS", default={})
+STORAGES["backups"] = {
+    "BACKEND": BACKUP_STORAGE_BACKEND,
+    "OPTIONS": BACKUP_STORAGE_OPTIONS
+    or (
+        {"location": str(BACKUP_DIR)}
+        if BACKUP_STORAGE_BACKEND == "django.core.files.storage.FileSystemStorage"
+        else {}
+    ),
+}
+# Celery beat looks for schedules that are due this often (seconds); 0 turns scheduled backups off
+BACKUP_CHECK_EVERY_SEC = env.float("BACKUP_CHECK_EVERY_SEC", default=60.0)
+BACKUP_QUEUE = env.str("BACKUP_QUEUE", default="celery")  # Celery queue of backup jobs
 
 # --- API ------------------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=10 * 1024 * 1024)
@@ -513,6 +534,12 @@ if MEMORY_CONSOLIDATE_EVERY_HOURS > 0:
     CELERY_BEAT_SCHEDULE["memory-consolidate"] = {
         "task": "memory.tasks.memory_consolidate_all",
         "schedule": MEMORY_CONSOLIDATE_EVERY_HOURS * 3600,
+    }
+if BACKUP_CHECK_EVERY_SEC > 0:
+    CELERY_BEAT_SCHEDULE["backups-due"] = {
+        "task": "portability.tasks.backups_due",
+        "schedule": BACKUP_CHECK_EVERY_SEC,
+        "options": {"queue": BACKUP_QUEUE},
     }
 # Tuning constants (not from the environment)
 MEMORY_SUMMARY_MAX_MESSAGES = 200  # messages per summary segment

@@ -21,7 +21,7 @@ from django.core.files.storage import Storage, storages
 
 from core import graph
 from core.errors import Conflict, InvalidInput, NotFound
-from core.jobs import broker_ensure, job_submit
+from core.jobs import broker_ensure, job_create, job_submit
 from core.jobs.tasks import JobOutcome
 from core.models import ApiKey, Job, Project
 from core.progress.events import job_progress
@@ -50,7 +50,7 @@ def archive_storage() -> Storage:
     return storages["portability"]
 
 
-def _writers_active(project_id: str) -> list[str]:
+def writers_active(project_id: str) -> list[str]:
     jobs = Job.objects.filter(project_id=project_id, kind__in=WRITER_KINDS, status__in=ACTIVE)
     return list(jobs.values_list("id", flat=True)[:20])
 
@@ -59,7 +59,7 @@ def export_submit(*, project_id: str, fmt: str) -> Job:
     """Queue an export; 409 while a job writing the project's graph is queued or running."""
     if fmt not in FORMATS:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", details={"field": "format"})
-    busy = _writers_active(project_id)
+    busy = writers_active(project_id)
     if busy:
         raise Conflict(
             "the project's graph is being written (ingestion, memory or import jobs); "
@@ -99,9 +99,9 @@ def _progress(job: Job, total: int = 0) -> Callable[[str, int], None]:
 
 
 def export_write(
-    project: Project, fmt: str, progress: Callable[[str, int], None], name: str
+    project: Project, fmt: str, progress: Callable[[str, int], None], name: str, storage: Storage
 ) -> dict[str, Any]:
-    """Export the project into the archive storage under `name`; what the job reports."""
+    """Export the project into `storage` under `name`; what the job reports."""
     with tempfile.TemporaryFile(prefix="kp-export-") as scratch:
         if fmt == "graphml":
             walk = graphml.export_graphml(project, scratch, progress)
@@ -115,7 +115,7 @@ def export_write(
         while block := scratch.read(1 << 20):
             digest.update(block)
         scratch.seek(0)
-        stored = archive_storage().save(name, File(scratch, name=name))
+        stored = storage.save(name, File(scratch, name=name))
     return {
         "format": fmt,
         "archive": stored,
@@ -126,17 +126,28 @@ def export_write(
     }
 
 
-def export_run(job: Job) -> JobOutcome:
-    """Write the project's archive; fail (and drop it) if a graph-writing job began meanwhile."""
-    fmt = str(job.inputs.get("format") or "ndjson")
+def archive_stamp(job: Job) -> str:
+    """The start of an archive's name: when it was taken, and by which job."""
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}-{job.id}"
+
+
+def export_checked(job: Job, fmt: str, name: str, storage: Storage) -> dict[str, Any]:
+    """Export the job's project into `storage`; fail (and drop the archive) if a job writing the
+    project's graph was created after the export began: the archive might mix before and after."""
     project = Project.objects.get(pk=job.project_id)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    name = f"exports/{project.id}/{stamp}-{job.id}.{FORMATS[fmt]}"
-    counts = export_write(project, fmt, _progress(job), name)
+    counts = export_write(project, fmt, _progress(job), name, storage)
     changed = Job.objects.filter(project_id=project.id, kind__in=WRITER_KINDS, created_at__gte=job.started_at)
     if changed.exists():
-        archive_storage().delete(counts["archive"])
+        storage.delete(counts["archive"])
         raise Conflict("the project's graph was written while it was exported; export again")
+    return counts
+
+
+def export_run(job: Job) -> JobOutcome:
+    """Write the project's archive to the archive storage."""
+    fmt = str(job.inputs.get("format") or "ndjson")
+    name = f"exports/{job.project_id}/{archive_stamp(job)}.{FORMATS[fmt]}"
+    counts = export_checked(job, fmt, name, archive_storage())
     return JobOutcome(
         counts=counts, summary=f"exported {counts['nodes']} nodes, {counts['relationships']} relationships"
     )
@@ -171,8 +182,13 @@ def _target(*, project_id: str | None, caller_project_id: str | None) -> Project
     project = Project.objects.filter(pk=project_id).first()
     if project is None or (caller_project_id is not None and caller_project_id != project_id):
         raise NotFound("project not found")
-    busy = _writers_active(project.id)
-    if busy or Job.objects.filter(project_id=project.id, kind="export", status__in=ACTIVE).exists():
+    busy = writers_active(project.id)
+    if (
+        busy
+        or Job.objects.filter(
+            project_id=project.id, kind__in=("export", "backup"), status__in=ACTIVE
+        ).exists()
+    ):
         raise Conflict(
             "the project has jobs queued or running; import once they finish", details={"job_ids": busy}
         )
@@ -239,11 +255,14 @@ def import_submit(
     name: str | None,
     created_by_key: ApiKey | None,
     caller_project_id: str | None,
+    enqueue: bool = True,
 ) -> tuple[Project, Job]:
     """Store the uploaded archive, check it whole (manifest, checksums, rows, ids not taken, embedder)
-    and queue its import into the given empty project or a new one. Nothing is written on failure."""
+    and queue its import into the given empty project or a new one. Nothing is written on failure.
+    With `enqueue` false the job is only created, for the caller to run (manage.py backup_restore)."""
     target = _target(project_id=project_id, caller_project_id=caller_project_id) if project_id else None
-    broker_ensure()
+    if enqueue:
+        broker_ensure()
     stored = archive_storage().save(f"imports/{uuid.uuid4()}.tar.gz", upload)
     try:
         manifest = _preflight(stored)
@@ -256,7 +275,7 @@ def import_submit(
                 settings.EMBEDDINGS_DIMENSIONS,
             )
         project = target or _new_project(manifest, name, created_by_key)
-        job = job_submit(
+        job = (job_submit if enqueue else job_create)(
             project_id=project.id,
             kind="import",
             task=IMPORT_TASK,

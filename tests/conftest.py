@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -237,6 +238,19 @@ def start_beat(schedule_dir: Path, *, env: dict[str, str]) -> subprocess.Popen[b
         )
     finally:
         log.close()
+
+
+def until(found: Callable[[], Any], what: str, log: Path | None = None, limit_sec: float = 120) -> Any:
+    """Poll until `found()` returns something truthy and return it (a bound on waiting, not a speed
+    check); past the limit, fail with the end of `log` (a beat's or a server's output)."""
+    deadline = time.monotonic() + limit_sec
+    while time.monotonic() < deadline:
+        value = found()
+        if value:
+            return value
+        time.sleep(0.3)
+    said = log.read_text()[-3000:] if log is not None and log.exists() else ""
+    raise AssertionError(f"{what}: not seen within {limit_sec}s\n{said}")
 
 
 @pytest.fixture(scope="session")

@@ -5,18 +5,16 @@ schedule entries."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from core import graph
 from core.models import Job
 from curation.models import PolicyRun, RetentionPolicy
-from tests.conftest import make_tenant, start_beat, stop_worker, worker_env
+from tests.conftest import make_tenant, start_beat, stop_worker, until, worker_env
 from tests.knowledge.helpers import wait_job
 from tests.memory.helpers import store, user
 
@@ -27,17 +25,6 @@ pytestmark = [
 ]
 
 EVERY_3_SEC = str(3 / 3600)  # hours, as the settings read them
-
-
-def _until(found: Callable[[], Any], what: str, beat_log: Path, limit_sec: float = 120) -> Any:
-    """Poll until `found()` returns something truthy (a bound on waiting, not a speed check)."""
-    deadline = time.monotonic() + limit_sec
-    while time.monotonic() < deadline:
-        value = found()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"{what}: not seen within {limit_sec}s; beat said:\n{beat_log.read_text()[-3000:]}")
 
 
 def _drained() -> bool:
@@ -68,7 +55,7 @@ def beat(tmp_path: Path) -> Iterator[Callable[..., Path]]:
     for proc in procs:
         if proc.poll() is None:
             stop_worker(proc)
-    _until(_drained, "the worker idle after beat stopped", tmp_path / "beat.log")
+    until(_drained, "the worker idle after beat stopped", tmp_path / "beat.log")
 
 
 def test_beat_runs_every_enabled_retention_policy_on_its_schedule(beat: Callable[..., Path]) -> None:
@@ -88,12 +75,12 @@ def test_beat_runs_every_enabled_retention_policy_on_its_schedule(beat: Callable
     assert not PolicyRun.objects.exists()
 
     log = beat(RETENTION_EVERY_HOURS=EVERY_3_SEC, MEMORY_CONSOLIDATE_EVERY_HOURS="0")
-    run = _until(
+    run = until(
         lambda: PolicyRun.objects.filter(policy=policy, project_id=pid, requested_by="celery-beat").first(),
         "a policy run queued by beat",
         log,
     )
-    finished = _until(
+    finished = until(
         lambda: PolicyRun.objects.filter(pk=run.pk, status__in=["succeeded", "failed"]).first(),
         "the beat's policy run finished by the worker",
         log,
@@ -116,7 +103,7 @@ def test_beat_consolidates_every_project_when_scheduled(beat: Callable[..., Path
     assert not Job.objects.filter(project_id=pid, kind="memory_consolidate").exists()
 
     log = beat(RETENTION_EVERY_HOURS="0", MEMORY_CONSOLIDATE_EVERY_HOURS=EVERY_3_SEC)
-    job = _until(
+    job = until(
         lambda: Job.objects.filter(project_id=pid, kind="memory_consolidate").first(),
         "a consolidation job queued by beat",
         log,
