@@ -44,9 +44,10 @@ def _relationship_key(row: dict[str, Any]) -> tuple[str, str, str]:
     return str(keys[0]), str(keys[1]), str(keys[2])
 
 
-def preflight(source: IO[bytes]) -> tuple[dict[str, Any], list[str], int]:
+def preflight(source: IO[bytes], *, replacing: str | None = None) -> tuple[dict[str, Any], list[str], int]:
     """Read the whole archive: its manifest, checksums and rows are checked, and its node ids looked
-    up in the database. Returns the manifest, up to 20 ids that exist already, and how many do."""
+    up in the database (but in the project `replacing`, whose graph the load erases first). Returns
+    the manifest, up to 20 ids that exist already, and how many do."""
     ensure_schema()  # the id lookups below go through each label's uniqueness constraint
     manifest: dict[str, Any] = {}
     pending: dict[str, list[str]] = defaultdict(list)
@@ -55,7 +56,9 @@ def preflight(source: IO[bytes]) -> tuple[dict[str, Any], list[str], int]:
 
     def flush(label: str) -> None:
         nonlocal clashes
-        hits = existing_ids(label, pending.pop(label), limit=settings.PORTABILITY_BATCH * 5)
+        hits = existing_ids(
+            label, pending.pop(label), limit=settings.PORTABILITY_BATCH * 5, except_project=replacing
+        )
         clashes += len(hits)
         found.extend(hits[: MAX_REPORTED_IDS - len(found)])
 

@@ -177,8 +177,9 @@ def _project_empty(project_id: str) -> bool:
     )
 
 
-def _target(*, project_id: str | None, caller_project_id: str | None) -> Project:
-    """The existing project an archive is imported into: the caller's, empty, with nothing running."""
+def _target(*, project_id: str | None, caller_project_id: str | None, replace: bool = False) -> Project:
+    """The existing project an archive is imported into: the caller's, with nothing running, and
+    empty unless its graph is to be replaced."""
     project = Project.objects.filter(pk=project_id).first()
     if project is None or (caller_project_id is not None and caller_project_id != project_id):
         raise NotFound("project not found")
@@ -192,7 +193,7 @@ def _target(*, project_id: str | None, caller_project_id: str | None) -> Project
         raise Conflict(
             "the project has jobs queued or running; import once they finish", details={"job_ids": busy}
         )
-    if not _project_empty(project.id):
+    if not replace and not _project_empty(project.id):
         raise Conflict(
             "an archive is imported only into an empty project", details={"project_id": project.id}
         )
@@ -210,9 +211,9 @@ def _check_embedder(manifest: dict[str, Any], name: str, dimensions: int) -> Non
         )
 
 
-def _preflight(stored: str) -> dict[str, Any]:
+def _preflight(stored: str, replacing: str | None) -> dict[str, Any]:
     with archive_storage().open(stored, "rb") as handle:
-        manifest, clashing, count = importer.preflight(handle)
+        manifest, clashing, count = importer.preflight(handle, replacing=replacing)
     if count:
         raise IdConflict(
             f"{count} node ids of the archive exist already (in this or another project); "
@@ -256,16 +257,27 @@ def import_submit(
     created_by_key: ApiKey | None,
     caller_project_id: str | None,
     enqueue: bool = True,
+    replace: bool = False,
 ) -> tuple[Project, Job]:
     """Store the uploaded archive, check it whole (manifest, checksums, rows, ids not taken, embedder)
     and queue its import into the given empty project or a new one. Nothing is written on failure.
-    With `enqueue` false the job is only created, for the caller to run (manage.py backup_restore)."""
-    target = _target(project_id=project_id, caller_project_id=caller_project_id) if project_id else None
+    With `replace`, the given project need not be empty: the job erases its graph before loading
+    (ids it holds itself do not clash). With `enqueue` false the job is only created, for the caller
+    to run (manage.py backup_restore)."""
+    if replace and not project_id:
+        raise InvalidInput(
+            "only an existing project's graph can be replaced", details={"field": "project_id"}
+        )
+    target = (
+        _target(project_id=project_id, caller_project_id=caller_project_id, replace=replace)
+        if project_id
+        else None
+    )
     if enqueue:
         broker_ensure()
     stored = archive_storage().save(f"imports/{uuid.uuid4()}.tar.gz", upload)
     try:
-        manifest = _preflight(stored)
+        manifest = _preflight(stored, project_id if replace else None)
         if target is not None:
             _check_embedder(manifest, target.embedder, target.embedding_dimensions)
         else:

@@ -122,12 +122,16 @@ def count_nodes(label: str, project_id: str) -> int:
     return int(rows[0]["n"])
 
 
-def existing_ids(label: str, ids: list[str], *, limit: int = 20) -> list[str]:
-    """Which of `ids` a node with `label` already has (any project)."""
+def existing_ids(
+    label: str, ids: list[str], *, limit: int = 20, except_project: str | None = None
+) -> list[str]:
+    """Which of `ids` a node with `label` already has (in any project but `except_project`)."""
     rows = graph.read(
-        f"UNWIND $ids AS id MATCH (n:{identifier(label)} {{id: id}}) RETURN n.id AS id LIMIT $limit",
+        f"UNWIND $ids AS id MATCH (n:{identifier(label)} {{id: id}}) "
+        "WHERE $except IS NULL OR n.project_id <> $except RETURN n.id AS id LIMIT $limit",
         ids=ids,
         limit=limit,
+        **{"except": except_project},
     )
     return [str(row["id"]) for row in rows]
 

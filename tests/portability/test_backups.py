@@ -32,7 +32,8 @@ from portability import backups, importer
 from portability.models import BackupSchedule
 from tests.conftest import Tenant, make_tenant, start_beat, start_worker, stop_worker, until, worker_env
 from tests.knowledge.helpers import wait_job
-from tests.portability.content import answers_of, fill, graph_counts
+from tests.memory.helpers import store, user
+from tests.portability.content import answers_of, fill, graph_counts, settle
 from tests.portability.helpers import stored_imports
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_graph")]
@@ -58,6 +59,10 @@ def _succeeded(project_id: str, n: int) -> Callable[[], bool]:
 def _due_now(schedule: BackupSchedule) -> None:
     """What the passing of `every_hours` does: the schedule's next run is in the past."""
     BackupSchedule.objects.filter(pk=schedule.pk).update(next_run_at=timezone.now() - timedelta(seconds=1))
+
+
+def _quiet() -> dict[str, StringIO]:
+    return {"stdout": StringIO(), "stderr": StringIO()}
 
 
 def _restore_over_lost_graph(tenant: Tenant, name: str) -> None:
@@ -126,10 +131,16 @@ def test_beat_backs_up_due_projects_to_the_filesystem_keeps_the_newest_and_resto
     assert jobs[-1].counts["pruned"] == 1
     assert BackupSchedule.objects.get(pk=schedule.pk).last_job_id == jobs[-1].id
     assert not _backup_jobs(idle.project.id) and not _backup_jobs(unscheduled.project.id)
-    assert {b.project_id for b in backups.backups_list()} == {pid}
+    stored_for = {b.project_id for b in backups.backups_list()}
+    assert pid in stored_for and not stored_for & {idle.project.id, unscheduled.project.id}
 
+    with pytest.raises(CommandError, match="id_conflict"):  # its ids are the backed-up project's
+        call_command(
+            "backup_restore", kept[-1].name, "--into", unscheduled.project.id, "--replace", **_quiet()
+        )
+    assert sum(graph_counts(unscheduled.project.id).values()) == 0
     listing = StringIO()
-    call_command("backup_restore", "--list", stdout=listing, stderr=StringIO())
+    call_command("backup_restore", "--list", "--project", pid, stdout=listing, stderr=StringIO())
     assert [line.split("\t")[0] for line in listing.getvalue().splitlines()] == [b.name for b in kept]
     _restore_over_lost_graph(tenant, kept[-1].name)
 
@@ -220,7 +231,24 @@ def test_beat_backs_up_to_an_s3_compatible_server_and_restores_from_it(
     with override_settings(STORAGES=s3_storages):
         assert [b.name for b in backups.backups_list()] == keys
         assert backups.backups_list()[0].size == jobs[-1].counts["bytes"]
-        _restore_over_lost_graph(tenant, keys[0])
+        _roll_back(tenant, keys[0])
+
+
+def _roll_back(tenant: Tenant, name: str) -> None:
+    """The project changes after its backup; `--replace` puts it back as the backup has it."""
+    pid = tenant.project.id
+    counts, answers = graph_counts(pid), answers_of(tenant)
+    response = store(
+        tenant.client(tenant.write_key), pid, [user("I adopted a cat named Radium")], user_id="bo"
+    )
+    assert response.status_code == 201, response.content
+    settle(pid)
+    assert graph_counts(pid) != counts
+    out = StringIO()
+    call_command("backup_restore", name, "--into", pid, "--replace", stdout=out, stderr=StringIO())
+    assert f"into project {pid}" in out.getvalue()
+    assert graph_counts(pid) == counts
+    assert answers_of(tenant) == answers
 
 
 @pytest.mark.usefixtures("celery_worker_process")
@@ -267,7 +295,7 @@ def test_a_curator_who_may_only_view_schedules_cannot_queue_a_backup(client: Any
 
 def test_backup_restore_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> None:
     tenant = make_tenant("restore-bad")
-    quiet = {"stdout": StringIO(), "stderr": StringIO()}
+    quiet = _quiet()
     with pytest.raises(CommandError, match="name one backup"):
         call_command("backup_restore", **quiet)
     with pytest.raises(CommandError, match="not_found"):
@@ -286,5 +314,7 @@ def test_backup_restore_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> 
         call_command(
             "backup_restore", "--file", str(junk), "--into", tenant.project.id, "--name", "x", **quiet
         )
+    with pytest.raises(CommandError, match="--replace replaces"):
+        call_command("backup_restore", "--file", str(junk), "--replace", **quiet)
     assert sum(graph_counts(tenant.project.id).values()) == 0
     assert not Job.objects.filter(kind="import").exists() and not stored_imports()

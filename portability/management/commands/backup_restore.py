@@ -1,5 +1,6 @@
 """`manage.py backup_restore`: list the backups in the backups storage, or restore one (or an export
-archive from a file) into a new project or an empty existing one. The import runs in this process,
+archive from a file) into a new project, an empty existing one, or over an existing project's graph
+(--replace). The import runs in this process,
 with the same checks and all-or-nothing load as POST /projects:import (docs/portability.md)."""
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from portability import backups, services
 class Command(BaseCommand):
     help = (
         "List backups (--list) or restore one: a backup's name from --list, or --file with an export "
-        "archive, into a new project (--name) or an empty existing one (--into)."
+        "archive, into a new project (--name), an empty existing one (--into), or over one's graph "
+        "(--into with --replace)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,6 +31,11 @@ class Command(BaseCommand):
         parser.add_argument("--file", type=Path, help="restore this export archive (.tar.gz) instead")
         parser.add_argument("--into", metavar="PROJECT_ID", help="restore into this empty project")
         parser.add_argument("--name", help="name of the new project (default: the archive's)")
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="with --into: the project need not be empty; its graph is erased and replaced",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -51,6 +58,8 @@ class Command(BaseCommand):
             raise CommandError("name one backup, or one archive with --file (or use --list)")
         if options["into"] and options["name"]:
             raise CommandError("--into restores into an existing project, --name into a new one: not both")
+        if options["replace"] and not options["into"]:
+            raise CommandError("--replace replaces the graph of the project named by --into")
         if options["file"]:
             path: Path = options["file"]
             if not path.is_file():
@@ -66,6 +75,7 @@ class Command(BaseCommand):
                 created_by_key=None,
                 caller_project_id=None,
                 enqueue=False,
+                replace=options["replace"],
             )
         self.stderr.write(f"checked; restoring into project {project.id} ({project.name}), job {job.id}")
         try:
