@@ -76,7 +76,9 @@ def export_submit(*, project_id: str, fmt: str) -> Job:
     )
 
 
-def _progress(job: Job, total: int = 0) -> Callable[[str, int], None]:
+def _progress(
+    job: Job, total: int = 0, echo: Callable[[str, int, int], None] | None = None
+) -> Callable[[str, int], None]:
     """Progress events of a job: `done` rows of `phase` so far; a percentage when the total is known
     (an import's, from its manifest; an export reads as it goes and reports counts only). At most one
     event per PROGRESS_EVERY_SEC within a phase: a batch takes milliseconds, an event more."""
@@ -94,6 +96,8 @@ def _progress(job: Job, total: int = 0) -> Callable[[str, int], None]:
         job_progress(
             job, message_type="portability_progress", phase=phase, pct=pct, summary=f"{done} {phase}"
         )
+        if echo is not None:
+            echo(phase, done, pct)
 
     return report
 
@@ -304,15 +308,16 @@ def import_submit(
     return project, job
 
 
-def import_run(job: Job) -> JobOutcome:
-    """Load the job's archive into its project: all of it, or (on any failure) nothing."""
+def import_run(job: Job, echo: Callable[[str, int, int], None] | None = None) -> JobOutcome:
+    """Load the job's archive into its project: all of it, or (on any failure) nothing. `echo(phase,
+    rows, percent)` hears the progress too (at most once a second a phase)."""
     stored = str(job.inputs["archive"])
     total = int(job.counts.get("expected_nodes") or 0) + int(job.counts.get("expected_relationships") or 0)
     storage = archive_storage()
     if not storage.exists(stored):
         raise NotFound("the uploaded archive is no longer stored")
     with storage.open(stored, "rb") as handle:
-        written = importer.load(handle, project_id=job.project_id, progress=_progress(job, total))
+        written = importer.load(handle, project_id=job.project_id, progress=_progress(job, total, echo))
     project_graph_changed(project_id=job.project_id)
     storage.delete(stored)
     return JobOutcome(

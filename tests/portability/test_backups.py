@@ -72,9 +72,10 @@ def _restore_over_lost_graph(tenant: Tenant, name: str) -> None:
     counts, answers = graph_counts(pid), answers_of(tenant)
     importer.erase(pid)
     assert sum(graph_counts(pid).values()) == 0
-    out = StringIO()
-    call_command("backup_restore", name, "--into", pid, stdout=out, stderr=StringIO())
+    out, err = StringIO(), StringIO()
+    call_command("backup_restore", name, "--into", pid, stdout=out, stderr=err)
     assert f"into project {pid}" in out.getvalue()
+    assert "  nodes: " in err.getvalue()  # progress as it loads
     assert graph_counts(pid) == counts
     assert answers_of(tenant) == answers
 

@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import PlatformError
 from core.jobs import job_fail
-from core.jobs.tasks import failure_reason, job_execute
+from core.jobs.tasks import JobOutcome, failure_reason, job_execute
+from core.models import Job
 from portability import backups, services
 
 
@@ -45,6 +46,12 @@ class Command(BaseCommand):
                 self._restore(options)
         except PlatformError as exc:
             raise CommandError(f"{exc.code}: {exc.message}") from exc
+
+    def _import(self, job: Job) -> JobOutcome:
+        return services.import_run(job, echo=self._echo)
+
+    def _echo(self, phase: str, rows: int, pct: int) -> None:
+        self.stderr.write(f"  {phase}: {rows} ({pct} %)")
 
     def _list(self, project_id: str | None) -> None:
         found = backups.backups_list(project_id=project_id)
@@ -79,7 +86,7 @@ class Command(BaseCommand):
             )
         self.stderr.write(f"checked; restoring into project {project.id} ({project.name}), job {job.id}")
         try:
-            job_execute(job.id, services.import_run, message_type="portability_progress")
+            job_execute(job.id, self._import, message_type="portability_progress")
         except BaseException as exc:
             job_fail(job_id=job.id, error=failure_reason(exc))
             raise CommandError(f"the restore failed and wrote nothing: {failure_reason(exc)}") from exc
