@@ -180,6 +180,9 @@ STORAGES["backups"] = {
 # Celery beat looks for schedules that are due this often (seconds); 0 turns scheduled backups off
 BACKUP_CHECK_EVERY_SEC = env.float("BACKUP_CHECK_EVERY_SEC", default=60.0)
 BACKUP_QUEUE = env.str("BACKUP_QUEUE", default="celery")  # Celery queue of backup jobs
+# A due backup waits while the project's graph is being written, at most this long (seconds); then
+# it is taken anyway: whole, but not a snapshot of one moment (its job names the overlapping jobs)
+BACKUP_WAIT_MAX_SEC = env.int("BACKUP_WAIT_MAX_SEC", default=3600)
 
 # --- API ------------------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=10 * 1024 * 1024)

@@ -135,16 +135,19 @@ def archive_stamp(job: Job) -> str:
     return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}-{job.id}"
 
 
-def export_checked(job: Job, fmt: str, name: str, storage: Storage) -> dict[str, Any]:
-    """Export the job's project into `storage`; fail (and drop the archive) if a job writing the
-    project's graph was created after the export began: the archive might mix before and after."""
+def export_checked(job: Job, fmt: str, name: str, storage: Storage, *, strict: bool = True) -> dict[str, Any]:
+    """Export the job's project into `storage`. If a job writing the project's graph was created after
+    the export began, the archive is still whole (a relationship is written only with both its ends)
+    but may mix before and after: `strict` fails (and drops the archive); otherwise the counts name
+    those jobs (`overlapping_jobs`), as a scheduled backup on a busy project does."""
     project = Project.objects.get(pk=job.project_id)
     counts = export_write(project, fmt, _progress(job), name, storage)
     changed = Job.objects.filter(project_id=project.id, kind__in=WRITER_KINDS, created_at__gte=job.started_at)
-    if changed.exists():
+    overlapping = list(changed.values_list("id", flat=True)[:20])
+    if overlapping and strict:
         storage.delete(counts["archive"])
         raise Conflict("the project's graph was written while it was exported; export again")
-    return counts
+    return {**counts, "overlapping_jobs": overlapping} if overlapping else counts
 
 
 def export_run(job: Job) -> JobOutcome:

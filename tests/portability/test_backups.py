@@ -27,8 +27,9 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.utils import timezone
 
+from core.errors import Conflict
 from core.models import Job
-from portability import backups, importer
+from portability import backups, importer, services
 from portability.models import BackupSchedule
 from tests.conftest import Tenant, make_tenant, start_beat, start_worker, stop_worker, until, worker_env
 from tests.knowledge.helpers import wait_job
@@ -263,12 +264,23 @@ def test_a_schedule_waits_while_its_project_is_written_and_back_up_now_queues_on
     assert backups.backups_due() == []
     schedule.refresh_from_db()
     assert schedule.next_run_at is None and not _backup_jobs(pid)  # still due, tried at the next check
+    url = "/admin/portability/backupschedule/"
+    response = admin_client.post(
+        url, {"action": "back_up_now", "_selected_action": [schedule.pk]}, follow=True
+    )
+    assert "being written" in response.content.decode() and not _backup_jobs(pid)
+
+    # due for longer than BACKUP_WAIT_MAX_SEC: backed up while written
+    later = timezone.now() + timedelta(seconds=settings.BACKUP_WAIT_MAX_SEC + 1)
+    [waited] = backups.backups_due(now=later)
+    assert wait_job(waited).status == Job.Status.SUCCEEDED
+    schedule.refresh_from_db()
+    assert schedule.next_run_at == later + timedelta(hours=schedule.every_hours)
 
     Job.objects.filter(pk=ingest.pk).update(status=Job.Status.SUCCEEDED)
-    url = "/admin/portability/backupschedule/"
     response = admin_client.post(url, {"action": "back_up_now", "_selected_action": [schedule.pk]})
     assert response.status_code == 302
-    [queued] = _backup_jobs(pid)
+    [_, queued] = _backup_jobs(pid)
     job = wait_job(queued.id)
     assert job.status == Job.Status.SUCCEEDED, job.errors
     schedule.refresh_from_db()
@@ -278,6 +290,21 @@ def test_a_schedule_waits_while_its_project_is_written_and_back_up_now_queues_on
 
     page = admin_client.get(f"{url}{schedule.pk}/change/").content.decode()
     assert job.counts["archive"] in page and f'/admin/core/job/{job.id}/change/">succeeded</a>' in page
+
+
+def test_an_export_overlapping_a_write_fails_but_a_backup_records_it() -> None:
+    tenant = make_tenant("overlap")
+    pid = tenant.project.id
+    started = timezone.now() - timedelta(minutes=1)
+    job = Job.objects.create(project_id=pid, kind="backup", status="running", started_at=started)
+    writer = Job.objects.create(project_id=pid, kind="memory_process")  # created while it ran
+    storage = backups.backup_storage()
+    with pytest.raises(Conflict, match="written while it was exported"):
+        services.export_checked(job, "ndjson", f"{pid}/strict.tar.gz", storage)
+    assert not storage.exists(f"{pid}/strict.tar.gz")
+    counts = services.export_checked(job, "ndjson", f"{pid}/lenient.tar.gz", storage, strict=False)
+    assert counts["overlapping_jobs"] == [writer.id] and storage.exists(counts["archive"])
+    storage.delete(counts["archive"])
 
 
 def test_a_curator_who_may_only_view_schedules_cannot_queue_a_backup(client: Any) -> None:
