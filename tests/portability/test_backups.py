@@ -35,7 +35,7 @@ from tests.conftest import Tenant, make_tenant, start_beat, start_worker, stop_w
 from tests.knowledge.helpers import wait_job
 from tests.memory.helpers import store, user
 from tests.portability.content import answers_of, fill, graph_counts, settle
-from tests.portability.helpers import stored_imports
+from tests.portability.helpers import hand_archive, memory_rows, project_node_count, stored_imports
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_graph")]
 
@@ -319,6 +319,21 @@ def test_a_curator_who_may_only_view_schedules_cannot_queue_a_backup(client: Any
     response = client.post(url, {"action": "back_up_now", "_selected_action": [schedule.pk]})
     assert response.status_code == 200  # the action is not offered: the list again, nothing done
     assert not _backup_jobs(tenant.project.id)
+
+
+def test_a_restore_failing_midway_erases_what_it_wrote(tmp_path: Path, settings: Any) -> None:
+    settings.PORTABILITY_BATCH = 100
+    tenant = make_tenant("restore-fails")
+    rows = memory_rows(450)
+    rows[420]["props"]["details"] = {"nested": "maps cannot be stored"}  # passes the checks, not Neo4j
+    archive_file = tmp_path / "fails.tar.gz"
+    archive_file.write_bytes(hand_archive(rows))
+    with pytest.raises(CommandError, match="the project is as it was: .*map"):
+        call_command("backup_restore", "--file", str(archive_file), "--into", tenant.project.id, **_quiet())
+    assert project_node_count(tenant.project.id) == 0
+    [job] = Job.objects.filter(project_id=tenant.project.id, kind="import")
+    assert job.status == Job.Status.FAILED and "map" in job.errors[-1]
+    assert not stored_imports()
 
 
 def test_backup_restore_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> None:

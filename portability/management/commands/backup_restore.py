@@ -89,7 +89,12 @@ class Command(BaseCommand):
             job_execute(job.id, self._import, message_type="portability_progress")
         except BaseException as exc:
             job_fail(job_id=job.id, error=failure_reason(exc))
-            raise CommandError(f"the restore failed and wrote nothing: {failure_reason(exc)}") from exc
+            # the backup or file is where it was: the copy checked for this restore is not kept
+            services.archive_storage().delete(str(job.inputs["archive"]))
+            left = "left empty" if options["replace"] else "as it was"
+            raise CommandError(
+                f"the restore failed, what it wrote was erased, the project is {left}: {failure_reason(exc)}"
+            ) from exc
         job.refresh_from_db()
         self.stdout.write(
             f"restored {job.counts.get('nodes')} nodes and {job.counts.get('relationships')} "
