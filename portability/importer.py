@@ -46,8 +46,8 @@ def _relationship_key(row: dict[str, Any]) -> tuple[str, str, str]:
 
 def preflight(source: IO[bytes], *, replacing: str | None = None) -> tuple[dict[str, Any], list[str], int]:
     """Read the whole archive: its manifest, checksums and rows are checked, and its node ids looked
-    up in the database (but in the project `replacing`, whose graph the load erases first). Returns
-    the manifest, up to 20 ids that exist already, and how many do."""
+    up in the database; ids the project `replacing` holds do not count (the load erases its graph
+    first). Returns the manifest, up to 20 ids that exist already, and how many do."""
     ensure_schema()  # the id lookups below go through each label's uniqueness constraint
     manifest: dict[str, Any] = {}
     pending: dict[str, list[str]] = defaultdict(list)
