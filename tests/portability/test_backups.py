@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from django.utils import timezone
 
 from core.errors import Conflict
 from core.models import Job
+from core.runtime.processes import free_port
 from portability import backups, importer, services
 from portability.models import BackupSchedule
 from tests.conftest import Tenant, make_tenant, start_beat, start_worker, stop_worker, until, worker_env
@@ -147,17 +147,11 @@ def test_beat_backs_up_due_projects_to_the_filesystem_keeps_the_newest_and_resto
     _restore_over_lost_graph(tenant, kept[-1].name)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def s3_server(tmp_path: Path) -> Iterator[dict[str, str]]:
     """moto's S3-compatible server as its own process on 127.0.0.1, with an empty bucket; yields the
     options of django-storages' S3 backend that reach it."""
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "moto.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],

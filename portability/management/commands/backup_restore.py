@@ -1,7 +1,7 @@
 """`manage.py backup_restore`: list the backups in the backups storage, or restore one (or an export
 archive from a file) into a new project, an empty existing one, or over an existing project's graph
-(--replace). The import runs in this process,
-with the same checks and all-or-nothing load as POST /projects:import (docs/portability.md)."""
+(--replace). The import runs in this process, with the same checks and all-or-nothing load as
+POST /projects:import (docs/portability.md)."""
 
 from __future__ import annotations
 
