@@ -5,12 +5,16 @@ import os
 from celery import Celery
 from celery.signals import worker_process_init
 
+from core.runtime.task_leases import TaskLeases
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("knowledge_platform")
 app.set_default()  # celery.current_app is this app in every thread (core reaches it so, never via config)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# a task whose worker died is handed out again within seconds, not the visibility timeout
+app.steps["consumer"].add(TaskLeases)
 
 
 @worker_process_init.connect

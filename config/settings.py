@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core.metrics.RequestMetricsMiddleware",
     "core.api.middleware.BodySizeLimitMiddleware",
     "core.api.middleware.ProbeThrottleMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -280,8 +281,13 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=3300)
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# A task whose worker died (kill -9) is handed out again after this long (tasks are short batches).
-CELERY_VISIBILITY_TIMEOUT_SEC = env.int("CELERY_VISIBILITY_TIMEOUT_SEC", default=300)
+# A worker holds a lease of this many seconds on each task it holds (renewed every third of it); a
+# task whose worker died (kill -9) is handed out again once its lease lapsed
+# (core/runtime/task_leases.py). 0 = off.
+CELERY_LEASE_TTL_SEC = env.float("CELERY_LEASE_TTL_SEC", default=10.0)
+# kombu's own redelivery of an unacknowledged task, the fallback when leases are off: longer than the
+# task time limit, so a task still running is never handed out a second time.
+CELERY_VISIBILITY_TIMEOUT_SEC = env.int("CELERY_VISIBILITY_TIMEOUT_SEC", default=CELERY_TASK_TIME_LIMIT + 300)
 # The lock a worker holds while handing such tasks out again expires as soon: a worker killed while
 # holding it would otherwise keep every other worker from restoring anything for kombu's 5 minutes.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -555,3 +561,7 @@ MEMORY_MAX_QUERY_CHARS = 10_000
 # Components that must be up for /healthz to answer 200; "llm" counts only when an LLM is configured.
 HEALTHZ_REQUIRED = env.list("HEALTHZ_REQUIRED", default=["neo4j", "redis", "celery", "llm"])
 HEALTHZ_TIMEOUT_SEC = env.float("HEALTHZ_TIMEOUT_SEC", default=2.0)
+# Prometheus metrics at /metrics (docs/operations.md). With METRICS_TOKEN set a scraper must send it
+# as a bearer token; without it only clients on this machine may read them.
+METRICS_ENABLED = env.bool("METRICS_ENABLED", default=True)
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")

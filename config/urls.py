@@ -1,8 +1,10 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core.apis import HealthzApi
+from core.metrics import metrics_view
 from retrieval.drift.apis import RetrieveApi
 from retrieval.ui import drift_page
 
@@ -13,6 +15,7 @@ handler500 = "core.errors.handler500"
 
 urlpatterns = [
     path("healthz", HealthzApi.as_view(), name="healthz"),
+    *([path("metrics", metrics_view, name="metrics")] if settings.METRICS_ENABLED else []),
     path("retrieve", RetrieveApi.as_view(), name="retrieve"),
     path("ui/drift/", drift_page, name="ui-drift"),
     path("admin/", admin.site.urls),

@@ -153,7 +153,6 @@ def worker_env() -> dict[str, str]:
         "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
         "COMMUNITY_REBUILD_DELAY_SEC": "1",
         "INGEST_RETRY_BASE_SEC": "1",
-        "CELERY_VISIBILITY_TIMEOUT_SEC": "10",
     }
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from core.errors import DependencyUnavailable, PlatformError
 from core.llm import usage
 from core.llm.retry import call_with_retries, is_retryable
+from core.metrics import llm_call_record
 
 logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -93,13 +94,23 @@ def chat(messages: list[dict[str, Any]], *, json_mode: bool = False, **options: 
     kwargs.update(options)
 
     def attempt() -> str:
-        response = client.chat.completions.create(**kwargs)
-        if response.usage is not None:
+        try:
+            response = client.chat.completions.create(**kwargs)
+        except Exception:
+            llm_call_record(ok=False)
+            raise
+        tokens = response.usage
+        llm_call_record(
+            ok=True,
+            prompt_tokens=tokens.prompt_tokens if tokens else 0,
+            completion_tokens=tokens.completion_tokens if tokens else 0,
+        )
+        if tokens is not None:
             usage.record(
                 model=model,
-                prompt=response.usage.prompt_tokens,
-                completion=response.usage.completion_tokens,
-                total=response.usage.total_tokens,
+                prompt=tokens.prompt_tokens,
+                completion=tokens.completion_tokens,
+                total=tokens.total_tokens,
             )
         return response.choices[0].message.content or ""
 

@@ -1,6 +1,6 @@
 """Start and stop the embedded services (Neo4j launcher, Redis) as child processes.
 
-Used by the test session and the benchmarks; `make run` uses the same scripts through honcho.
+Used by the test session and the benchmarks; `make run` uses the same scripts under supervisord.
 Imports nothing from Django so it can run before settings exist.
 """
 

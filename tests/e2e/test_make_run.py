@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import httpx
@@ -19,74 +19,16 @@ import psutil
 import pytest
 
 from core.runtime.processes import free_port, free_ports
+from tests.support.platform_run import Platform, spawn_run
 from tests.support.processes import REPO, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-class Platform:
-    def __init__(self, var_dir: Path, ports: dict[str, int]) -> None:
-        own = ("NEO4J_URI", "NEO4J_PASSWORD", "REDIS_URL", "REDIS_PASSWORD", "VAR_DIR")  # as on a new machine
-        env = {k: v for k, v in os.environ.items() if k not in own}
-        env.update(
-            VAR_DIR=str(var_dir),
-            NEO4J_BOLT_PORT=str(ports["neo4j"]),
-            REDIS_PORT=str(ports["redis"]),
-            WEB_PORT=str(ports["web"]),
-            CELERY_WORKER_CONCURRENCY="1",
-            NEO4J_HEAP="512m",
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, "platform/run.py"],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        self.lines: list[str] = []
-        assert self.proc.stdout is not None  # here, not in the reading thread, where it would fail no test
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
-        self.base = f"http://127.0.0.1:{ports['web']}"
-        self.var_dir = var_dir
-
-    def credentials(self) -> dict[str, str]:
-        """What `make run` wrote to VAR_DIR/credentials (secrets never go to its output)."""
-        path = self.var_dir / "credentials"
-        assert path.stat().st_mode & 0o777 == 0o600
-        pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
-        return {name: value for name, value in pairs if not name.startswith("#")}
-
-    def _read(self, stdout: IO[str]) -> None:
-        for line in stdout:
-            self.lines.append(line.rstrip())
-
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-    def value(self, label: str) -> str:
-        for line in self.lines:
-            match = re.search(rf"{label}\s+(\S+)$", line)
-            if match:
-                return match.group(1)
-        raise AssertionError(f"{label} not printed:\n{self.output()}")
-
-    def ctrl_c(self, timeout: float = 90) -> list[psutil.Process]:
-        children = psutil.Process(self.proc.pid).children(recursive=True)
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=timeout)
-        gone, alive = psutil.wait_procs(children, timeout=10)
-        return alive
 
 
 def _ports() -> dict[str, int]:
     return dict(zip(("neo4j", "redis", "web"), free_ports(3), strict=True))
 
 
-# Above the suite's 300 s: the waits below add up to about 860 s in the worst case (two starts of
-# 240 s, the sample's 180 s, two shutdowns of 100 s).
-@pytest.mark.timeout(1200)
 async def _mcp_session(base: str, key: str) -> tuple[set[str], list[Any], list[Any]]:
     import httpx2
     from mcp import Client
@@ -114,6 +56,9 @@ async def _mcp_session(base: str, key: str) -> tuple[set[str], list[Any], list[A
     )
 
 
+# Above the suite's 300 s: the waits below add up to about 860 s in the worst case (two starts of
+# 240 s, the sample's 180 s, two shutdowns of 100 s).
+@pytest.mark.timeout(1200)
 def test_platform_starts_serves_and_stops_cleanly(tmp_path: Path) -> None:
     ports = _ports()
     platform = Platform(tmp_path / "var", ports)
@@ -225,15 +170,7 @@ def test_external_servers_are_not_started(tmp_path: Path) -> None:
         "WEB_PORT": str(free_port()),
         "CELERY_WORKER_CONCURRENCY": "1",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "platform/run.py"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    proc = spawn_run(env)
     lines: list[str] = []
     threading.Thread(
         target=lambda: lines.extend(line.rstrip() for line in proc.stdout or []), daemon=True
