@@ -5,6 +5,7 @@ Every variable is listed with its default in .env.example and in the README's co
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import environ
@@ -121,11 +122,24 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
+# Logs of the Python processes as text lines (`plain`) or one JSON object per line (`json`: time,
+# level, logger, message, extra fields, exc_info), and then HTTP access records as JSON too.
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "format": "{asctime}{levelname}{name}{message}",
+            "style": "{",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"neo4j": {"level": "WARNING"}, "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }
@@ -280,6 +294,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=3300)
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
+# Celery's own log format replaces Django's unless JSON logs are asked for; Python's warnings then
+# become log records too (logger `py.warnings`) instead of text on stderr
+CELERY_WORKER_HIJACK_ROOT_LOGGER = LOG_FORMAT != "json"
+logging.captureWarnings(LOG_FORMAT == "json")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A worker holds a lease of this many seconds on each task it holds (renewed every third of it); a
 # task whose worker died (kill -9) is handed out again once its lease lapsed

@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector
 from core.runtime.redis_client import get_redis
 
 logger = logging.getLogger(__name__)
+access_log = logging.getLogger("core.access")
 
 LLM_COUNTERS_KEY = "metrics:llm"
 JOB_BUCKETS = (0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
@@ -78,7 +79,8 @@ def llm_call_record(*, ok: bool, prompt_tokens: int = 0, completion_tokens: int 
 
 class RequestMetricsMiddleware:
     """Times every request; the route is the URL pattern matched (`api/v1/projects/<str:project_id>`),
-    so a label never carries an id."""
+    so a label never carries an id. With JSON logs, also the access record (daphne's text access lines
+    are off then)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -88,9 +90,19 @@ class RequestMetricsMiddleware:
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
         route = match.route if match is not None and match.route else "unmatched"
-        HTTP_SECONDS.labels(route, request.method or "", str(response.status_code)).observe(
-            time.perf_counter() - started
-        )
+        took = time.perf_counter() - started
+        HTTP_SECONDS.labels(route, request.method or "", str(response.status_code)).observe(took)
+        if settings.LOG_FORMAT == "json":
+            access_log.info(
+                "request",
+                extra={
+                    "method": request.method,
+                    "path": request.path,
+                    "route": route,
+                    "status": response.status_code,
+                    "duration_ms": round(took * 1000, 1),
+                },
+            )
         return response
 
 
