@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 access_log = logging.getLogger("core.access")
 
 LLM_COUNTERS_KEY = "metrics:llm"
+# any other method a client sends is counted as "other": labels must stay a small set
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 JOB_BUCKETS = (0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
 
 REGISTRY = CollectorRegistry()
@@ -91,7 +93,8 @@ class RequestMetricsMiddleware:
         match = getattr(request, "resolver_match", None)
         route = match.route if match is not None and match.route else "unmatched"
         took = time.perf_counter() - started
-        HTTP_SECONDS.labels(route, request.method or "", str(response.status_code)).observe(took)
+        method = request.method if request.method in METHODS else "other"
+        HTTP_SECONDS.labels(route, method, str(response.status_code)).observe(took)
         if settings.LOG_FORMAT == "json":
             access_log.info(
                 "request",

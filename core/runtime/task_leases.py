@@ -8,8 +8,8 @@ longer than the longest task or a running task would be handed out twice.
 So every worker holds a lease on each message it holds: a Redis key with a time to live of
 `CELERY_LEASE_TTL_SEC`, renewed every third of it by a thread of the worker's main process. Every
 worker, as often, hands out again the messages delivered longer than a lease ago that nobody holds a
-lease on: their worker is gone. A task interrupted so is redone within about 1.3 leases (15 s by
-default) when another worker is up, or as soon as a restarted worker is.
+lease on: their worker is gone. A task interrupted so is handed out again within about 1.3 leases
+(13 s by default) when another worker is up, or as soon as a restarted worker is.
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ class TaskLeases(bootsteps.StartStopStep):
         with consumer.app.connection_for_write() as connection:
             while not self._stopping.is_set():
                 try:
-                    leases_renew(connection, held_tags(consumer), owner=owner, ttl=ttl)
-                    orphans_restore(connection, held=held_tags(consumer), ttl=ttl)
+                    held = held_tags(consumer)
+                    leases_renew(connection, held, owner=owner, ttl=ttl)
+                    orphans_restore(connection, held=held, ttl=ttl)
                 except Exception:  # a broker outage: the consumer reconnects, the next round retries
                     logger.warning("task leases: round failed", exc_info=True)
                 self._stopping.wait(ttl / 3)
@@ -102,7 +103,8 @@ def orphans_restore(connection: Connection, *, held: list[str], ttl: float) -> l
     client = channel.client
     stale = client.zrange(channel.unacked_index_key, 0, time.time() - ttl, byscore=True)
     tags = [t.decode() if isinstance(t, bytes) else str(t) for t in stale]
-    candidates = [t for t in tags if t not in set(held)]
+    mine = set(held)
+    candidates = [t for t in tags if t not in mine]
     if not candidates:
         return []
     with client.pipeline(transaction=False) as pipe:

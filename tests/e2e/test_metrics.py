@@ -121,6 +121,10 @@ def test_who_may_read_the_metrics(settings) -> None:  # type: ignore[no-untyped-
     local = Client()  # the test client's REMOTE_ADDR is 127.0.0.1
     assert local.get("/metrics").status_code == 200
     assert local.post("/metrics").status_code == 405
+    assert local.generic("BREW", "/metrics").status_code == 405
+    samples = _parse(local.get("/metrics").content.decode())
+    brewed = {"route": "metrics", "method": "other", "status": "405"}
+    assert _value(samples, "kp_http_request_duration_seconds_count", **brewed) >= 1  # not a label per method
     remote = Client(REMOTE_ADDR="203.0.113.9")
     assert remote.get("/metrics").status_code == 403
     settings.METRICS_TOKEN = "scrape-secret"
