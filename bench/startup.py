@@ -27,7 +27,7 @@ import httpx
 import psutil
 
 from bench.rows import row
-from core.runtime.processes import free_ports, start_neo4j, start_redis
+from core.runtime.processes import free_ports, spawn_platform, start_neo4j, start_redis
 
 REPO = Path(__file__).resolve().parent.parent
 # Every platform a bench starts runs its embedded Neo4j and Redis with these passwords (as `make run`
@@ -90,15 +90,7 @@ class PlatformRun:
         self.base = f"http://127.0.0.1:{self.ports['web']}"
         self.lines: list[tuple[float, str]] = []
         self.t0 = time.monotonic()
-        self.proc = subprocess.Popen(
-            [sys.executable, "platform/run.py"],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
+        self.proc = spawn_platform(env)
         threading.Thread(target=self._read, daemon=True).start()
 
     def neo4j_process(self) -> psutil.Process | None:

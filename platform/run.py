@@ -38,7 +38,8 @@ def process_env() -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
         # The venv's executables (python, celery, daphne) come first on PATH for the scripts.
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        # One id per `make run`: a web process restarted within it keeps the demo key it issued.
+        # One id per `make run`: a web process restarted within it skips the preparation (and the new
+        # demo key) of its first start (platform/bin/start-web).
         "PLATFORM_RUN_ID": uuid.uuid4().hex,
     }
     var_dir.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -18,12 +19,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]  # core/runtime/processes.py -> the repository
+PLATFORM_RUN = REPO / "platform" / "run.py"
 NEO4J_RUN = REPO / "platform" / "neo4j" / "run"
 REDIS_RUN = REPO / "platform" / "redis" / "run"
 
 
 class ServiceStartError(RuntimeError):
     pass
+
+
+def spawn_platform(env: dict[str, str]) -> subprocess.Popen[str]:
+    """The whole platform as `make run` starts it (platform/run.py), in its own session, with its
+    output (supervisord's and every process's lines) on a text pipe for the caller to read."""
+    return subprocess.Popen(
+        [sys.executable, str(PLATFORM_RUN)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def free_port() -> int:

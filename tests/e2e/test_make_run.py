@@ -18,8 +18,8 @@ import httpx
 import psutil
 import pytest
 
-from core.runtime.processes import free_port, free_ports
-from tests.support.platform_run import Platform, spawn_run
+from core.runtime.processes import free_port, free_ports, spawn_platform
+from tests.support.platform_run import Platform
 from tests.support.processes import REPO, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -170,7 +170,7 @@ def test_external_servers_are_not_started(tmp_path: Path) -> None:
         "WEB_PORT": str(free_port()),
         "CELERY_WORKER_CONCURRENCY": "1",
     }
-    proc = spawn_run(env)
+    proc = spawn_platform(env)
     lines: list[str] = []
     threading.Thread(
         target=lambda: lines.extend(line.rstrip() for line in proc.stdout or []), daemon=True

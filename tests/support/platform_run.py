@@ -5,28 +5,13 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import IO
 
 import psutil
 
-from tests.support.processes import REPO
-
-
-def spawn_run(env: dict[str, str]) -> subprocess.Popen[str]:
-    """platform/run.py in its own session, its output (supervisord's and every process's) on a pipe."""
-    return subprocess.Popen(
-        [sys.executable, "platform/run.py"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+from core.runtime.processes import spawn_platform
 
 
 class Platform:
@@ -42,7 +27,7 @@ class Platform:
             NEO4J_HEAP="512m",
         )
         env.update(extra_env)
-        self.proc = spawn_run(env)
+        self.proc = spawn_platform(env)
         self.lines: list[str] = []
         assert self.proc.stdout is not None  # here, not in the reading thread, where it would fail no test
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()

@@ -16,7 +16,6 @@ class Command(BaseCommand):
             "--demo", action="store_true", help="issue the demo project, key and admin password"
         )
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
-        parser.add_argument("--run-id", default="", help="the `make run` this start belongs to")
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("wait_for_services", timeout=options["timeout"])
@@ -24,7 +23,7 @@ class Command(BaseCommand):
         call_command("graph_schema", verbosity=0, stdout=_Null())
         call_command("collectstatic", interactive=False, verbosity=0)
         if options["demo"]:
-            call_command("bootstrap_demo", base_url=options["base_url"], run_id=options["run_id"])
+            call_command("bootstrap_demo", base_url=options["base_url"])
 
 
 class _Null:

@@ -21,22 +21,43 @@ SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "sample_corpus"
 class Command(BaseCommand):
     help = (
         "make run: ensure the demo project, revoke the previous demo key, issue a fresh one and an admin "
-        "password into VAR_DIR/credentials (0600), print URLs. A web process restarted within the same "
-        "run (same --run-id) keeps the credentials it issued."
+        "password into VAR_DIR/credentials (0600), print URLs."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
-        parser.add_argument("--run-id", default="", help="the `make run` this start belongs to")
 
     def handle(self, *args: Any, **options: Any) -> None:
         existing = Project.objects.filter(name=DEMO_PROJECT_NAME).order_by("created_at").first()
         project_id = existing.id if existing else project_create(name=DEMO_PROJECT_NAME).id
         sample = self._ingest_sample_corpus(project_id)
-        credentials = settings.VAR_DIR / CREDENTIALS_FILE
-        kept = _same_run(credentials, options["run_id"], project_id)
-        prefix = kept or self._issue_credentials(credentials, project_id, options["run_id"])
+        # the key of the previous start stops working: one live demo key at a time
+        for old in ApiKey.objects.filter(project_id=project_id, name=DEMO_KEY_NAME, revoked_at__isnull=True):
+            api_key_revoke(key_id=old.pk)
+        issued = api_key_create(project_id=project_id, name=DEMO_KEY_NAME, scopes=["read", "write", "admin"])
+
+        user_model = get_user_model()
+        password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(12)
+        admin, _ = user_model.objects.get_or_create(username="admin", defaults={"email": "admin@localhost"})
+        admin.is_staff = admin.is_superuser = True
+        admin.set_password(password)
+        admin.save()
+
         base = options["base_url"].rstrip("/")
+        credentials = settings.VAR_DIR / CREDENTIALS_FILE
+        write_private(
+            credentials,
+            "\n".join(
+                [
+                    "# written by `make run` at each start; readable by its owner only",
+                    "ADMIN_USER=admin",
+                    f"ADMIN_PASSWORD={password}",
+                    f"DEMO_PROJECT_ID={project_id}",
+                    f"DEMO_API_KEY={issued.key}",
+                    "",
+                ]
+            ),
+        )
         # Secrets go to the 0600 file, never to the log.
         lines = [
             "",
@@ -54,43 +75,13 @@ class Command(BaseCommand):
             f"  progress (ws)  {base.replace('http', 'ws', 1)}/ws/v1/projects/{project_id}/progress/",
             f"  demo project   {project_id}",
             f"  sample corpus  {sample}",
-            f"  credentials    {credentials}   (admin password and demo API key kp_{prefix}_…)"
-            + ("   unchanged: the web process restarted" if kept else ""),
+            f"  credentials    {credentials}   (admin password and demo API key kp_{issued.prefix}_…)",
             "",
             f'  try: . {credentials} && curl -H "Authorization: Bearer $DEMO_API_KEY" '
             f"{base}/api/v1/projects/{project_id}",
             "",
         ]
         self.stdout.write("\n".join(lines))
-
-    def _issue_credentials(self, credentials: Path, project_id: str, run_id: str) -> str:
-        """Revoke the previous start's demo key (one live demo key at a time), issue a new one and the
-        admin password; return the key's prefix."""
-        for old in ApiKey.objects.filter(project_id=project_id, name=DEMO_KEY_NAME, revoked_at__isnull=True):
-            api_key_revoke(key_id=old.pk)
-        issued = api_key_create(project_id=project_id, name=DEMO_KEY_NAME, scopes=["read", "write", "admin"])
-
-        user_model = get_user_model()
-        password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(12)
-        admin, _ = user_model.objects.get_or_create(username="admin", defaults={"email": "admin@localhost"})
-        admin.is_staff = admin.is_superuser = True
-        admin.set_password(password)
-        admin.save()
-        write_private(
-            credentials,
-            "\n".join(
-                [
-                    "# written by `make run` at each start; readable by its owner only",
-                    f"# run {run_id}" if run_id else "#",
-                    "ADMIN_USER=admin",
-                    f"ADMIN_PASSWORD={password}",
-                    f"DEMO_PROJECT_ID={project_id}",
-                    f"DEMO_API_KEY={issued.key}",
-                    "",
-                ]
-            ),
-        )
-        return issued.prefix
 
     def _ingest_sample_corpus(self, project_id: str) -> str:
         """Queue the sample corpus (knowledge/sample_corpus); unchanged files are a no-op."""
@@ -107,19 +98,3 @@ class Command(BaseCommand):
         result = documents_submit(project_id=project_id, documents=documents)
         queued = sum(1 for d in result.documents if d.status == "queued")
         return f"{len(files)} documents, {queued} queued for ingestion (job {result.job_id})"
-
-
-def _same_run(credentials: Path, run_id: str, project_id: str) -> str | None:
-    """The prefix of the demo key in `credentials` when that file was written in this run for this
-    project and its key is still live; else None (a new start issues new credentials)."""
-    if not run_id or not credentials.is_file():
-        return None
-    lines = credentials.read_text().splitlines()
-    values = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
-    if f"# run {run_id}" not in lines or values.get("DEMO_PROJECT_ID") != project_id:
-        return None
-    prefix = values.get("DEMO_API_KEY", "").split("_")[1:2]
-    live = ApiKey.objects.filter(
-        project_id=project_id, name=DEMO_KEY_NAME, prefix__in=prefix, revoked_at__isnull=True
-    ).exists()
-    return prefix[0] if live else None
