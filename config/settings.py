@@ -303,6 +303,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # task whose worker died (kill -9) is handed out again once its lease lapsed
 # (core/runtime/task_leases.py). 0 = off.
 CELERY_LEASE_TTL_SEC = env.float("CELERY_LEASE_TTL_SEC", default=10.0)
+# Every this many seconds one worker sends again the task messages that unfinished work expects and
+# that the broker lost before any worker recorded them (core/runtime/lost_tasks.py). 0 = off.
+TASK_RECONCILE_EVERY_SEC = env.float("TASK_RECONCILE_EVERY_SEC", default=30.0)
 # kombu's own redelivery of an unacknowledged task, the fallback when leases are off: longer than the
 # task time limit, so a task still running is never handed out a second time.
 CELERY_VISIBILITY_TIMEOUT_SEC = env.int("CELERY_VISIBILITY_TIMEOUT_SEC", default=CELERY_TASK_TIME_LIMIT + 300)

@@ -8,8 +8,13 @@ from typing import Any
 
 from core import graph
 from core.errors import InvalidInput, NotFound
+from core.models import Job
+from core.runtime.lost_tasks import ExpectedMessage
 from knowledge import cypher
+from knowledge.models import IngestBatch
 from knowledge.pipeline.parsing import standardise_source_path
+
+INGEST_BATCH_TASK = "knowledge.tasks.ingest_batch"
 
 
 def _document(row: dict[str, Any]) -> dict[str, Any]:
@@ -221,3 +226,12 @@ def documents_by_source(
     rows = graph.read(cypher.DOCUMENTS_BY_SOURCE, limit=limit, offset=offset, **params)
     total = graph.read(cypher.DOCUMENTS_BY_SOURCE_COUNT, **params)[0]["n"]
     return [_document(r["doc"]) for r in rows], total
+
+
+def ingest_batches_expected() -> list[ExpectedMessage]:
+    """The task message each pending batch of an unfinished ingestion job expects in the broker
+    (core.runtime.lost_tasks sends a lost one again; a batch is safe to run again)."""
+    rows = IngestBatch.objects.filter(
+        status=IngestBatch.Status.PENDING, job__status__in=[Job.Status.QUEUED, Job.Status.RUNNING]
+    ).values_list("pk", "job__queue")
+    return [ExpectedMessage(INGEST_BATCH_TASK, (pk,), queue) for pk, queue in rows]

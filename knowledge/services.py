@@ -40,6 +40,7 @@ from knowledge.dto import DocumentInput, SubmitResult, SubmittedDocument
 from knowledge.models import IngestBatch
 from knowledge.pipeline.chunking import chunk_text, search_text
 from knowledge.pipeline.extraction import ExtractedEntity, ExtractedRelation, Extraction, entity_key, extract
+from knowledge.selectors import INGEST_BATCH_TASK
 from knowledge.tenancy import chunk_label, project_fulltext_ensure, project_index_ensure
 from knowledge.title_links import title_links
 
@@ -150,7 +151,7 @@ def documents_submit(*, project_id: str, documents: list[DocumentInput]) -> Subm
             for batch_id in (
                 IngestBatch.objects.filter(job=job).order_by("index").values_list("pk", flat=True)
             ):
-                job_enqueue(task="knowledge.tasks.ingest_batch", args=(batch_id,), queue=job.queue)
+                job_enqueue(task=INGEST_BATCH_TASK, args=(batch_id,), queue=job.queue)
             _progress(job, "parsing", 1, f"Queued {len(queued)} document(s) in {len(batches)} batch(es)")
     return SubmitResult(job_id=job.id, documents=submitted)
 
@@ -634,7 +635,7 @@ def ingest_job_resume(*, job_id: str) -> int:
         )
         Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, finished_at=None)
         for batch in failed:
-            job_enqueue(task="knowledge.tasks.ingest_batch", args=(batch.pk,), queue=job.queue)
+            job_enqueue(task=INGEST_BATCH_TASK, args=(batch.pk,), queue=job.queue)
     return len(failed)
 
 

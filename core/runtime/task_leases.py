@@ -10,6 +10,9 @@ So every worker holds a lease on each message it holds: a Redis key with a time 
 worker, as often, hands out again the messages delivered longer than a lease ago that nobody holds a
 lease on: their worker is gone. A task interrupted so is handed out again within about 1.3 leases
 (13 s by default) when another worker is up, or as soon as a restarted worker is.
+
+The same thread sends again, every `TASK_RECONCILE_EVERY_SEC`, the tasks that were lost before any
+worker recorded them (core.runtime.lost_tasks).
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ import time
 from typing import Any
 
 from celery import bootsteps
+from django.db import close_old_connections
 from kombu import Connection
+
+from core.runtime import lost_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +50,13 @@ class TaskLeases(bootsteps.StartStopStep):
         from django.conf import settings
 
         ttl = float(settings.CELERY_LEASE_TTL_SEC)
-        if ttl <= 0:
+        every = float(settings.TASK_RECONCILE_EVERY_SEC)
+        if ttl <= 0 and every <= 0:
             return
         self._stopping.clear()
-        self._thread = threading.Thread(target=self._run, args=(parent, ttl), daemon=True, name="task-leases")
+        self._thread = threading.Thread(
+            target=self._run, args=(parent, ttl, every), daemon=True, name="task-leases"
+        )
         self._thread.start()
 
     def stop(self, parent: Any) -> None:
@@ -58,17 +67,25 @@ class TaskLeases(bootsteps.StartStopStep):
 
     shutdown = stop
 
-    def _run(self, consumer: Any, ttl: float) -> None:
+    def _run(self, consumer: Any, ttl: float, every: float) -> None:
         owner = f"{getattr(consumer, 'hostname', socket.gethostname())}:{os.getpid()}"
+        pause = min(p for p in (ttl / 3, every) if p > 0)
+        reconcile_at = time.monotonic()
         with consumer.app.connection_for_write() as connection:
             while not self._stopping.is_set():
                 try:
-                    held = held_tags(consumer)
-                    leases_renew(connection, held, owner=owner, ttl=ttl)
-                    orphans_restore(connection, held=held, ttl=ttl)
+                    if ttl > 0:
+                        held = held_tags(consumer)
+                        leases_renew(connection, held, owner=owner, ttl=ttl)
+                        orphans_restore(connection, held=held, ttl=ttl)
+                    if every > 0 and time.monotonic() >= reconcile_at:
+                        reconcile_at = time.monotonic() + every
+                        lost_tasks.reconcile_round(connection, every=every, owner=owner)
                 except Exception:  # a broker outage: the consumer reconnects, the next round retries
                     logger.warning("task leases: round failed", exc_info=True)
-                self._stopping.wait(ttl / 3)
+                finally:
+                    close_old_connections()  # the SQL connection a provider opened in this thread
+                self._stopping.wait(pause)
 
 
 def _redis_channel(connection: Connection) -> Any:

@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from core import graph
 from core.models import Job
 from core.runtime.processes import start_neo4j
+from core.runtime.redis_client import get_redis
 from knowledge.models import IngestBatch
 from tests.conftest import make_tenant, start_worker, stop_worker, worker_env
 from tests.knowledge.helpers import wait_job
@@ -85,6 +87,32 @@ def test_worker_killed_mid_ingestion_then_restarted(settings) -> None:  # type: 
         stop_worker(worker)
     assert job.status == "succeeded", job.errors
     _assert_exactly_once(tenant.project.id, 200)
+
+
+def test_a_batch_message_lost_in_flight_is_sent_again(settings) -> None:  # type: ignore[no-untyped-def]
+    """A batch's message taken off the queue by a worker that died before recording it (kombu's
+    BRPOP window) leaves nothing in the broker; a worker sends it again and the job finishes once."""
+    settings.INGEST_QUEUE = f"lost-{uuid.uuid4().hex[:8]}"
+    settings.INGEST_BATCH_SIZE = 10
+    tenant = make_tenant("lost in flight")
+    response = tenant.client(tenant.write_key).post(
+        f"/api/v1/projects/{tenant.project.id}/documents", {"documents": _docs(30, "lost")}, format="json"
+    )
+    assert response.status_code == 202
+    job_id = response.json()["job_id"]
+    client = get_redis()
+    assert client.llen(settings.INGEST_QUEUE) == 3
+    assert client.rpop(settings.INGEST_QUEUE) is not None  # the first batch's message, gone
+    worker = start_worker(
+        "lost", queue=settings.INGEST_QUEUE, env={**worker_env(), "TASK_RECONCILE_EVERY_SEC": "1"}
+    )
+    try:
+        job = wait_job(job_id, timeout=120)
+    finally:
+        stop_worker(worker)
+    assert job.status == "succeeded", job.errors
+    assert list(IngestBatch.objects.filter(job_id=job_id).values_list("attempts", flat=True)) == [1, 1, 1]
+    _assert_exactly_once(tenant.project.id, 30)
 
 
 def test_neo4j_stopped_mid_job_retries_then_finishes(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
