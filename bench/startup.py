@@ -14,6 +14,7 @@ import re
 import secrets
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -185,6 +186,45 @@ class PlatformRun:
                     timings["project_create"].append(time.perf_counter() - started)
         return {name: round(sorted(v)[len(v) // 2] * 1000, 1) for name, v in timings.items()}
 
+    def wait_warmed_up(self, timeout: float = 300) -> float:
+        """Seconds from the start until the web process's warm-up reports done (/healthz)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            body = httpx.get(f"{self.base}/healthz", timeout=5).json()
+            if body.get("warm_up", {}).get("status") in ("done", "off"):
+                return round(time.monotonic() - self.t0, 2)
+            time.sleep(0.2)
+        raise RuntimeError("the warm-up never finished")
+
+    def first_queries(self) -> dict[str, list[float]]:
+        """Milliseconds of ten queries of each hot kind, first to tenth (ten different questions, none
+        the warm-up's), as an agent sends them over HTTP right after the start."""
+        project, key = self.value("demo project"), self.value("demo API key")
+        headers = {"Authorization": f"Bearer {key}"}
+        calls: dict[str, Any] = {
+            **{
+                f"search {mode}": lambda q, mode=mode: (
+                    f"/api/v1/projects/{project}/search",
+                    {"query": q, "mode": mode, "top_k": 10},
+                )
+                for mode in ("hybrid", "graph", "vector", "fulltext")
+            },
+            "DRIFT": lambda q: ("/api/v1/retrieve", {"query": q, "project_id": project}),
+            "memory search": lambda q: (
+                f"/api/v1/projects/{project}/memories/search",
+                {"query": q, "scope": {"user_id": "bench"}, "top_k": 10},
+            ),
+        }
+        out: dict[str, list[float]] = {name: [] for name in calls}
+        with httpx.Client(base_url=self.base, timeout=120, headers=headers) as client:
+            for question in FIRST_QUESTIONS:  # each kind's first query, then each kind's second, …
+                for name, call in calls.items():
+                    path, body = call(question)
+                    started = time.perf_counter()
+                    client.post(path, json=body).raise_for_status()
+                    out[name].append(round((time.perf_counter() - started) * 1000, 1))
+        return out
+
     def peaks(self) -> dict[str, float]:
         peaks: dict[str, float] = {}
         for proc in psutil.Process(self.proc.pid).children(recursive=True):
@@ -202,6 +242,21 @@ class PlatformRun:
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(timeout=120)
         return round(time.monotonic() - started, 2)
+
+
+# ten questions about the demo corpus, none of them the warm-up's query
+FIRST_QUESTIONS = [
+    "How are documents split into chunks?",
+    "Which embedder does a project use?",
+    "How are communities detected?",
+    "What keeps one project's data from another's?",
+    "How does the platform restart a process that died?",
+    "What does the extractive strategy do without an LLM?",
+    "Where are entities and relations extracted?",
+    "How large is a chunk's overlap?",
+    "How is an API key scoped to a project?",
+    "What happens when Neo4j is down?",
+]
 
 
 def _bare_django_peak() -> float:
@@ -253,6 +308,18 @@ def run() -> dict[str, Any]:
                 }
             finally:
                 figures[phase]["stop_s"] = platform.stop()
+        # first query against the tenth, right after a start: with the warm-up (the default) and, as
+        # the peer in this run, with the warm-up off (the embedder is still loaded at start)
+        for phase, rounds in (("first_queries", "3"), ("first_queries_no_warm_up", "0")):
+            platform = PlatformRun(tmp / "var", WARM_UP_ROUNDS=rounds)
+            try:
+                platform.wait_healthy()
+                figures[phase] = {
+                    "warmed_up_s": platform.wait_warmed_up(),
+                    "ms": platform.first_queries(),
+                }
+            finally:
+                platform.stop()
         return {"rows": _rows(figures), "figures": figures}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -308,6 +375,27 @@ def _rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
                 context=("a bare django.setup() in the bench process", django_peak),
             )
         )
+    warmed, unwarmed = figures["first_queries"], figures["first_queries_no_warm_up"]
+    for name, ms in warmed["ms"].items():
+        rows.append(
+            row(
+                f"first {name} after a start (warm-up on)",
+                ms[0],
+                "ms",
+                peer=("the same with the warm-up off", unwarmed["ms"][name][0]),
+                context=("median of its 2nd to 10th", statistics.median(ms[1:])),
+                runs=ms,
+                peer_runs=unwarmed["ms"][name],
+            )
+        )
+    rows.append(
+        row(
+            "web warm-up done after the start",
+            warmed["warmed_up_s"],
+            "s",
+            context=("with the warm-up off (embedder only)", unwarmed["warmed_up_s"]),
+        )
+    )
     rows.append(
         row(
             "median GET /api/v1/projects/{id}",

@@ -33,11 +33,12 @@ application = ProtocolTypeRouter(
     }
 )
 
-from core.embeddings.base import warm_in_background  # noqa: E402
 from core.runtime import heap  # noqa: E402
+from core.runtime.warmup import warm_up_in_background  # noqa: E402
 
-# Django, DRF, Channels and the driver are loaded: keep them out of garbage collection, then load
-# the embedding model in the background (it freezes its own objects once loaded; core/runtime/heap.py)
+# Django, DRF, Channels and the driver are loaded: keep them out of garbage collection, then warm up
+# in the background: the embedding model (it freezes its own objects once loaded; core/runtime/heap.py)
+# and the hot queries (core/runtime/warmup.py)
 heap.freeze_long_lived()
 if settings.EMBEDDINGS_WARM_AT_START:
-    warm_in_background()
+    warm_up_in_background()

@@ -376,8 +376,11 @@ EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=64)
 EMBEDDINGS_TORCH_THREADS = env.int("EMBEDDINGS_TORCH_THREADS", default=0)
 # Local embedder: a batch of at most this many texts (a query, DRIFT's follow-ups) runs on one thread
 EMBEDDINGS_SMALL_BATCH_TEXTS = env.int("EMBEDDINGS_SMALL_BATCH_TEXTS", default=8)
-# The ASGI app loads the embedder on a background thread as it starts, so its first search does not wait
+# The ASGI app warms up on a background thread as it starts (core/runtime/warmup.py): it loads the
+# embedder, then runs each hot query (search modes, DRIFT without an LLM, a memory search)
+# WARM_UP_ROUNDS times against the project ingested last, so its first query is as fast as the tenth
 EMBEDDINGS_WARM_AT_START = env.bool("EMBEDDINGS_WARM_AT_START", default=True)
+WARM_UP_ROUNDS = env.int("WARM_UP_ROUNDS", default=3)
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="") or LLM_API_KEY
 EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL
 

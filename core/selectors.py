@@ -17,6 +17,7 @@ from core.dto import ProjectData
 from core.errors import NotFound
 from core.llm.client import llm_ping
 from core.models import Job, Project
+from core.runtime import warmup
 from core.runtime.redis_client import get_redis
 
 
@@ -80,6 +81,8 @@ class HealthReport:
                 c.name: {"status": c.status, "required": c.required, "latency_ms": c.latency_ms, **c.detail}
                 for c in self.components
             },
+            # this web process's start-up warm-up (informational: never makes the answer 503)
+            "warm_up": warmup.state.as_dict(),
         }
 
 

@@ -12,3 +12,7 @@ class MemoryConfig(AppConfig):
         from retrieval.conversation import conversation_search_register
 
         conversation_search_register(conversation_search)
+
+        from memory import warmup
+
+        warmup.register()

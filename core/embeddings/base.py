@@ -108,18 +108,3 @@ def embed_soon(text: str) -> Future[list[float]]:
     """The configured embedder's vector of `text`, computed on a worker thread; the caller goes on
     (its database reads, a fulltext query) and takes the vector from the Future when it needs it."""
     return _soon.submit(lambda: get_embedder().embed_one(text))
-
-
-def warm_in_background() -> threading.Thread:
-    """Load the configured embedder on a daemon thread, so that a starting server answers at once
-    and its first search does not wait seconds for the model."""
-
-    def load() -> None:
-        try:
-            get_embedder().warm()
-        except Exception:  # the first real call reports the problem to its caller
-            logger.exception("embedder warm-up failed")
-
-    thread = threading.Thread(target=load, name="embedder-warm-up", daemon=True)
-    thread.start()
-    return thread

@@ -1,0 +1,119 @@
+"""Warm-up at start: the first query after a start is as fast as the tenth.
+
+A fresh web process pays on its first queries for what later ones find ready: the embedding model,
+the URLconf and every API module behind it, lazily built Python objects, Neo4j's query plans and the
+JIT of the code paths a query runs. So the web process, on a background thread while it already
+serves, loads the embedder and then runs each registered step a few times against the project
+ingested last (apps register their hot queries: `warmup_register`). Steps only read; one that fails
+is logged and skipped. `/healthz` reports the state and the time each step's first and last run took.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.urls import get_resolver
+
+from core.embeddings import get_embedder
+from core.models import Job, Project
+
+logger = logging.getLogger(__name__)
+
+WARM_UP_QUERY = "What is this collection about?"
+
+# a step runs its queries for (project id, the query, its embedding)
+WarmUpStep = Callable[[str, str, list[float]], None]
+_steps: dict[str, WarmUpStep] = {}
+
+
+def warmup_register(name: str, step: WarmUpStep) -> None:
+    """Register a step of the start-up warm-up (an app's ready()); it must only read."""
+    _steps[name] = step
+
+
+@dataclass
+class WarmUpState:
+    status: str = "off"  # off, running, done
+    project_id: str | None = None
+    took_ms: float | None = None
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "took_ms": self.took_ms, "steps": self.steps}
+
+
+state = WarmUpState()
+
+
+def warm_project() -> str | None:
+    """The project whose ingestion finished last, else the oldest project; None without projects."""
+    latest = (
+        Job.objects.filter(kind="ingest", status=Job.Status.SUCCEEDED)
+        .order_by("-finished_at")
+        .values_list("project_id", flat=True)
+        .first()
+    )
+    return latest or Project.objects.order_by("created_at").values_list("id", flat=True).first()
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def warm_up(*, rounds: int) -> WarmUpState:
+    """Load the embedder, then (with `rounds` > 0) run each registered step `rounds` times."""
+    started = time.perf_counter()
+    state.status = "running"
+    try:
+        get_embedder().warm()
+        get_resolver().url_patterns  # noqa: B018 - imports the URLconf and the API modules it names
+        project_id = warm_project() if rounds > 0 and _steps else None
+        state.project_id = project_id
+        if project_id is not None:
+            clock = time.perf_counter()
+            vector = get_embedder().embed_one(WARM_UP_QUERY)
+            state.steps["embedding"] = {"first_ms": _ms(clock)}
+            for name, step in _steps.items():
+                state.steps[name] = _run_step(step, project_id, vector, rounds=rounds)
+    finally:
+        state.took_ms = _ms(started)
+        state.status = "done"
+    logger.info("warm-up done in %.0f ms: %s", state.took_ms, state.steps)
+    return state
+
+
+def _run_step(step: WarmUpStep, project_id: str, vector: list[float], *, rounds: int) -> dict[str, Any]:
+    took: list[float] = []
+    for _ in range(rounds):
+        clock = time.perf_counter()
+        try:
+            step(project_id, WARM_UP_QUERY, vector)
+        except Exception as exc:  # a warm-up step never stops the server; the real query reports it
+            logger.warning("warm-up step failed: %s", exc, exc_info=True)
+            return {"error": f"{exc.__class__.__name__}: {str(exc)[:200]}"}
+        took.append(_ms(clock))
+    return {"first_ms": took[0], "last_ms": took[-1]}
+
+
+def warm_up_in_background() -> threading.Thread:
+    """Start the warm-up on a daemon thread (the server answers meanwhile)."""
+
+    def run() -> None:
+        try:
+            warm_up(rounds=settings.WARM_UP_ROUNDS)
+        except Exception:  # the first real call reports the problem to its caller
+            logger.exception("warm-up failed")
+        finally:
+            connection.close()  # this thread's SQL connection
+
+    state.status = "running"
+    thread = threading.Thread(target=run, name="warm-up", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,61 @@
+"""The start-up warm-up (core.runtime.warmup) on the real stack: every registered hot query runs
+against the project whose ingestion finished last, nothing is written, and /healthz reports it."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from core import graph
+from core.models import Job
+from core.runtime.warmup import warm_up
+from knowledge.dto import DocumentInput
+from tests.conftest import Tenant
+from tests.retrieval.helpers import ingest_now
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_graph")]
+
+STEPS = {
+    "embedding",
+    "search vector",
+    "search fulltext",
+    "search hybrid",
+    "search graph",
+    "drift",
+    "memory search",
+}
+
+
+def _graph_size() -> tuple[int, int]:
+    row = graph.read("MATCH (n) OPTIONAL MATCH (n)-[r]->() RETURN count(DISTINCT n) AS n, count(r) AS r")[0]
+    return row["n"], row["r"]
+
+
+def test_warm_up_runs_every_hot_query_on_the_last_ingested_project_and_writes_nothing(
+    tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    ingest_now(
+        tenant_a.project.id, [DocumentInput(title="Ada", text="Ada Lovelace wrote the first program.")]
+    )
+    ingest_now(
+        tenant_b.project.id, [DocumentInput(title="Grace", text="Grace Hopper built the first compiler.")]
+    )
+    size, jobs = _graph_size(), Job.objects.count()
+
+    state = warm_up(rounds=2)
+
+    assert state.status == "done" and state.project_id == tenant_b.project.id
+    assert set(state.steps) == STEPS
+    failed = {name: step for name, step in state.steps.items() if "first_ms" not in step}
+    assert failed == {}
+    assert all("last_ms" in step for name, step in state.steps.items() if name != "embedding")
+    assert _graph_size() == size and Job.objects.count() == jobs
+
+    health = Client().get("/healthz").json()
+    assert health["warm_up"]["status"] == "done"
+    assert set(health["warm_up"]["steps"]) == STEPS
+
+
+def test_without_projects_the_warm_up_loads_the_embedder_only() -> None:
+    state = warm_up(rounds=2)
+    assert state.status == "done" and state.project_id is None
