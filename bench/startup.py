@@ -209,7 +209,7 @@ class PlatformRun:
                 )
                 for mode in ("hybrid", "graph", "vector", "fulltext")
             },
-            "DRIFT": lambda q: ("/api/v1/retrieve", {"query": q, "project_id": project}),
+            "DRIFT": lambda q: ("/retrieve", {"query": q, "project_id": project}),
             "memory search": lambda q: (
                 f"/api/v1/projects/{project}/memories/search",
                 {"query": q, "scope": {"user_id": "bench"}, "top_k": 10},
