@@ -383,9 +383,7 @@ def _rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
                 ms[0],
                 "ms",
                 peer=("the same with the warm-up off", unwarmed["ms"][name][0]),
-                context=("median of its 2nd to 10th", statistics.median(ms[1:])),
-                runs=ms,
-                peer_runs=unwarmed["ms"][name],
+                context=("median of its 2nd to 10th query", statistics.median(ms[1:])),
             )
         )
     rows.append(

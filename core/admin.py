@@ -21,9 +21,9 @@ class ApiKeyInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ("name", "id", "embedder", "embedding_dimensions", "created_at")
+    list_display: tuple[str, ...] = ("name", "id", "embedder", "embedding_dimensions", "created_at")
     search_fields = ("name", "id")
-    readonly_fields = ("id", "embedder", "embedding_dimensions", "created_at")
+    readonly_fields: tuple[str, ...] = ("id", "embedder", "embedding_dimensions", "created_at")
     inlines = [ApiKeyInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

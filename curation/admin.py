@@ -4,7 +4,7 @@ admin only parses input, calls one service or selector and renders."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from django import forms
@@ -12,15 +12,17 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
+from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from core.admin import ProjectAdmin
 from core.errors import PlatformError
 from core.models import ACCESSIBILITY, Project
 from curation import selectors, services
+from curation.dashboard import JOB_DAYS, project_dashboard
 from curation.models import AuditEntry, ErasureRequest, GraphContent, PolicyRun, RetentionPolicy
 
 BROWSE = "curation.browse_graph"
@@ -54,11 +56,83 @@ class AuditEntryAdmin(admin.ModelAdmin):
         return False
 
 
+# --- graph content list pages ------------------------------------------------------------------------------
+
+TIME_COLUMNS = {"ended_at", "timestamp", "created_at", "expires_at", "orphaned_at", "last_update_time"}
+
+
+def human_cell(column: str, value: Any) -> Any:
+    """A list page's cell as a curator reads it: times as `2026-03-01 10:00 UTC` (whether stored as
+    ISO text, a Neo4j datetime or epoch seconds), an empty value as a dash."""
+    if value is None or value == "":
+        return "—"
+    if column not in TIME_COLUMNS:
+        return value
+    try:
+        if isinstance(value, int | float):
+            moment = datetime.fromtimestamp(float(value), tz=UTC)
+        else:
+            moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        return value
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _display_rows(page: Any) -> list[dict[str, Any]]:
+    """Rows of a list page: project names (linked to the dashboard) instead of ids, human cells."""
+    ids = {row.get("project_id") for row in page.rows}
+    names = dict(Project.objects.filter(pk__in=ids).values_list("id", "name"))
+    return [
+        {
+            "id": row["id"],
+            "project_id": row.get("project_id"),
+            "project_name": names.get(row.get("project_id"), row.get("project_id")),
+            "cells": [human_cell(c, row.get(c)) for c in page.kind.columns],
+        }
+        for row in page.rows
+    ]
+
+
 # --- project privacy defaults -------------------------------------------------------------------------------
 
 
 class CuratedProjectAdmin(ProjectAdmin):
-    """The project page, whose privacy defaults and redaction setting changes are audited."""
+    """The project page, whose privacy defaults and redaction setting changes are audited, and its
+    dashboard (what the project holds, its jobs, LLM tokens, last retention and backup runs)."""
+
+    list_display = ("name", "dashboard_link", "embedder", "embedding_dimensions", "created_at", "id")
+    readonly_fields = (*ProjectAdmin.readonly_fields, "dashboard_link")
+
+    @admin.display(description="dashboard")
+    def dashboard_link(self, obj: Project) -> str:
+        url = reverse("admin:core_project_dashboard", args=[obj.pk])
+        return format_html('<a class="dashboard-link" href="{}">Dashboard</a>', url)
+
+    def get_urls(self) -> list[Any]:
+        dashboard = path(
+            "<path:object_id>/dashboard/",
+            self.admin_site.admin_view(self.dashboard_view),
+            name="core_project_dashboard",
+        )
+        return [dashboard, *super().get_urls()]
+
+    def dashboard_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if not request.user.has_perm(BROWSE):
+            raise PermissionDenied
+        project = Project.objects.filter(pk=object_id).first()
+        if project is None:
+            raise Http404("no such project")
+        data = project_dashboard(project=project)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{project.name}: dashboard",
+            "d": data,
+            "job_days": JOB_DAYS,
+            "chart_width": 40 * len(data.tokens_per_day),
+        }
+        return render(request, "admin/curation/project_dashboard.html", context)
 
     def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
@@ -338,14 +412,7 @@ class GraphContentAdmin(admin.ModelAdmin):
                 "form": form if form.is_bound else PageFilters(),
                 "page": page,
                 "columns": page.kind.columns,
-                "rows": [
-                    {
-                        "id": row["id"],
-                        "project_id": row.get("project_id"),
-                        "cells": [row.get(c) for c in page.kind.columns],
-                    }
-                    for row in page.rows
-                ],
+                "rows": _display_rows(page),
                 "next_url": next_url,
             },
         )

@@ -127,3 +127,20 @@ CALL (s) {
 RETURN s {.id, .project_id, .app_name, .user_id, .session_id, .event_count, .last_update_time} AS session,
        events
 """
+
+# --- the project dashboard --------------------------------------------------------------------------------
+
+DASHBOARD_DOCUMENTS = """
+MATCH (d:Document {project_id: $project_id})
+RETURN coalesce(d.status, 'unknown') AS status, count(*) AS n ORDER BY status
+"""
+
+DASHBOARD_COUNTS = """
+RETURN COUNT { MATCH (:Chunk {project_id: $project_id}) } AS chunks,
+       COUNT { MATCH (:Entity {project_id: $project_id}) } AS entities,
+       COUNT { MATCH (:Community {project_id: $project_id}) } AS communities,
+       COUNT { MATCH (:Memory {project_id: $project_id}) } AS memories,
+       COUNT { MATCH (:Fact {project_id: $project_id}) } AS facts,
+       COUNT { MATCH (:Conversation {project_id: $project_id}) } AS conversations,
+       COUNT { MATCH (:Session {project_id: $project_id}) } AS sessions
+"""
