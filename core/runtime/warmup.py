@@ -1,4 +1,4 @@
-"""Warm-up at start: the first query after a start is as fast as the tenth.
+"""Warm-up at start: the first query after a start comes close to the tenth (docs/operations.md).
 
 A fresh web process pays on its first queries for what later ones find ready: the embedding model,
 the URLconf and every API module behind it, lazily built Python objects, Neo4j's query plans and the
