@@ -97,7 +97,9 @@ def scope_size(scope: Scope) -> tuple[int, int]:
             return cached[1], cached[2]
     row = graph.read(cypher.SCOPE_SIZE, project_id=scope.project_id, document_ids=scope.document_ids)[0]
     size, total = int(row["size"]), int(row["total"])
-    if scope.document_ids is None:
+    # an empty project is not cached: a size of 0 skips the query, so it would decide the results
+    # (a project's first chunks, written by a worker, unseen here for RETRIEVAL_SIZE_CACHE_SEC)
+    if scope.document_ids is None and size > 0:
         with _sizes_lock:
             _sizes[scope.project_id] = (now + settings.RETRIEVAL_SIZE_CACHE_SEC, size, total)
     return size, total

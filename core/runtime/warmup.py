@@ -22,6 +22,7 @@ from django.db import connection
 from django.urls import get_resolver
 
 from core.embeddings import get_embedder
+from core.errors import PlatformError
 from core.models import Job, Project
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,8 @@ def _run_step(step: WarmUpStep, project_id: str, vector: list[float], *, rounds:
         try:
             step(project_id, WARM_UP_QUERY, vector)
         except Exception as exc:  # a warm-up step never stops the server; the real query reports it
-            logger.warning("warm-up step failed: %s", exc, exc_info=True)
+            # an outage (a PlatformError) is one line, as the requests it fails log it; a bug is traced
+            logger.warning("warm-up step failed: %s", exc, exc_info=not isinstance(exc, PlatformError))
             return {"error": f"{exc.__class__.__name__}: {str(exc)[:200]}"}
         took.append(_ms(clock))
     return {"first_ms": took[0], "last_ms": took[-1]}
