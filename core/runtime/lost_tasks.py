@@ -75,10 +75,15 @@ def message_key(raw: Any, *, unacked: bool = False) -> str | None:
     return json.dumps([task, list(args)])
 
 
+def redis_channel(connection: Connection) -> Any:
+    """The connection's kombu Redis channel (its client, unacked keys and QoS)."""
+    return connection.default_channel
+
+
 def broker_keys(connection: Connection, queues: Iterable[str]) -> set[str]:
     """Keys of the task messages in `queues` (every priority list) and in the unacknowledged hash,
     read in one transaction so a message moving between them is seen once."""
-    channel: Any = connection.default_channel  # kombu's Redis channel
+    channel = redis_channel(connection)
     lists = sorted({channel._q_for_pri(q, p) for q in queues for p in channel.priority_steps})
     with channel.client.pipeline(transaction=True) as pipe:
         for name in lists:
@@ -92,11 +97,6 @@ def broker_keys(connection: Connection, queues: Iterable[str]) -> set[str]:
     return {key for key in keys if key is not None}
 
 
-def _client(connection: Connection) -> Any:
-    channel: Any = connection.default_channel  # kombu's Redis channel
-    return channel.client
-
-
 def reconcile_round(
     connection: Connection,
     *,
@@ -108,7 +108,7 @@ def reconcile_round(
     """One round, skipped unless this worker takes the round's lock: send again the `expected`
     messages (by default every registered provider's) missing last round and still missing; return
     what was sent."""
-    client = _client(connection)
+    client = redis_channel(connection).client
     lock_key, missing_key = f"{prefix}:lock", f"{prefix}:missing"
     if not client.set(lock_key, owner, nx=True, px=max(1, int(every * 900))):
         return []

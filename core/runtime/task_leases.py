@@ -88,11 +88,6 @@ class TaskLeases(bootsteps.StartStopStep):
                 self._stopping.wait(pause)
 
 
-def _redis_channel(connection: Connection) -> Any:
-    """The connection's kombu Redis channel (its client, unacked keys and QoS)."""
-    return connection.default_channel
-
-
 def held_tags(consumer: Any) -> list[str]:
     """Delivery tags of the messages this worker holds and has not acknowledged yet."""
     task_consumer = getattr(consumer, "task_consumer", None)
@@ -105,7 +100,7 @@ def held_tags(consumer: Any) -> list[str]:
 def leases_renew(connection: Connection, tags: list[str], *, owner: str, ttl: float) -> None:
     if not tags:
         return
-    client = _redis_channel(connection).client
+    client = lost_tasks.redis_channel(connection).client
     with client.pipeline(transaction=False) as pipe:
         for tag in tags:
             pipe.set(LEASE_KEY.format(tag=tag), owner, px=int(ttl * 1000))
@@ -116,7 +111,7 @@ def orphans_restore(connection: Connection, *, held: list[str], ttl: float) -> l
     """Hand out again every message delivered more than `ttl` ago that no live worker holds a lease
     on; return their delivery tags. kombu's restore is a transaction on the unacked hash, so two
     workers restoring one message put it back once, and an acknowledgement meanwhile wins."""
-    channel = _redis_channel(connection)
+    channel = lost_tasks.redis_channel(connection)
     client = channel.client
     stale = client.zrange(channel.unacked_index_key, 0, time.time() - ttl, byscore=True)
     tags = [t.decode() if isinstance(t, bytes) else str(t) for t in stale]
