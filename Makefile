@@ -8,7 +8,7 @@ WHEELS_HASH := $(shell cat tests/clients/offline-requirements.txt | sha256sum | 
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-unit bench deps system-deps python-deps launcher lint clean-var
+.PHONY: run test test-unit bench deps system-deps python-deps launcher vendor-js lint clean-var
 
 ## run: the whole platform on the embedded default (Neo4j, Redis, SQLite, local embeddings)
 run: deps
@@ -29,7 +29,7 @@ bench: deps
 lint: deps
 	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m mypy
 
-deps: system-deps python-deps launcher
+deps: system-deps python-deps launcher vendor-js
 
 system-deps:
 	@bash platform/bin/install-system-deps
@@ -60,6 +60,10 @@ $(VENV)/wheelhouse/.complete-$(WHEELS_HASH): $(VENV)/.installed
 
 launcher:
 	@platform/neo4j/build
+
+# the admin's graph view library, pinned by version and hash, from the npm registry (no CDN at run time)
+vendor-js: python-deps
+	@$(PY) platform/bin/fetch_vendor_js.py
 
 clean-var:
 	rm -rf var

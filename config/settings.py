@@ -556,6 +556,8 @@ RETENTION_BATCH = env.int("RETENTION_BATCH", default=500)  # nodes handled per t
 RETENTION_QUEUE = env.str("RETENTION_QUEUE", default="celery")  # Celery queue of retention runs and erasures
 # Graph content pages of the admin show this many rows per page
 CURATION_PAGE_SIZE = env.int("CURATION_PAGE_SIZE", default=50)
+# neighbours per group and page in the admin's graph view (a hub shows one page and a "more" node)
+GRAPH_VIEW_PAGE_SIZE = env.int("GRAPH_VIEW_PAGE_SIZE", default=50)
 
 CELERY_BEAT_SCHEDULE = {}
 if RETENTION_EVERY_HOURS > 0:

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -21,7 +21,7 @@ from django.utils.http import urlencode
 from core.admin import ProjectAdmin
 from core.errors import PlatformError
 from core.models import ACCESSIBILITY, Project
-from curation import selectors, services
+from curation import neighbourhood, selectors, services
 from curation.dashboard import JOB_DAYS, project_dashboard
 from curation.models import AuditEntry, ErasureRequest, GraphContent, PolicyRun, RetentionPolicy
 
@@ -349,6 +349,12 @@ class GraphContentAdmin(admin.ModelAdmin):
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
         return [
+            path("graph/<str:label>/<str:node_id>/", wrap(self.graph_view), name="curation_graph_view"),
+            path(
+                "graph/<str:label>/<str:node_id>/neighbours/",
+                wrap(self.neighbours_view),
+                name="curation_graph_neighbours",
+            ),
             path("<str:kind>/", wrap(self.list_view), name="curation_graph_list"),
             path("<str:kind>/<str:node_id>/", wrap(self.detail_view), name="curation_graph_detail"),
             *super().get_urls(),
@@ -471,6 +477,49 @@ class GraphContentAdmin(admin.ModelAdmin):
         messages.success(request, "privacy settings saved")
         return form, HttpResponseRedirect(request.path)
 
+    def graph_view(self, request: HttpRequest, label: str, node_id: str) -> HttpResponse:
+        """The interactive neighbourhood of one node (or of a project: its top communities and
+        documents); the page asks `neighbours_view` for each group's pages."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            first = neighbourhood.neighbourhood(label=label, node_id=node_id)
+        except PlatformError as exc:
+            return HttpResponse(exc.message, status=exc.status_code)
+        kind = neighbourhood.LABELS.get(label)
+        return render(
+            request,
+            "admin/curation/graph_view.html",
+            {
+                **self._context(request, f"Graph of {label.lower()} {first['node']['caption']}"),
+                "kind": kind,
+                "root": first,
+                "detail_url": _detail_url(kind, node_id),
+                "urls": {
+                    "neighbours": reverse("admin:curation_graph_neighbours", args=["LABEL", "ID"]),
+                    "detail": reverse("admin:curation_graph_detail", args=["KIND", "ID"]),
+                    "graph": reverse("admin:curation_graph_view", args=["LABEL", "ID"]),
+                },
+            },
+        )
+
+    def neighbours_view(self, request: HttpRequest, label: str, node_id: str) -> HttpResponse:
+        """One node's groups with their first pages, or (`group`, `after`) the next page of one group, as
+        JSON; errors as the API's `{"error": {code, message, details}}`."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            body = neighbourhood.neighbourhood(
+                label=label,
+                node_id=node_id,
+                group=request.GET.get("group") or None,
+                after=request.GET.get("after", ""),
+            )
+        except PlatformError as exc:
+            error = {"code": exc.code, "message": exc.message, "details": exc.details}
+            return JsonResponse({"error": error}, status=exc.status_code)
+        return JsonResponse(body)
+
     def detail_view(self, request: HttpRequest, kind: str, node_id: str) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
@@ -502,6 +551,9 @@ class GraphContentAdmin(admin.ModelAdmin):
                 "privacy_form": privacy_form,
                 "can_change_privacy": can_change,
                 "can_anonymise": can_anonymise,
+                "graph_url": reverse(
+                    "admin:curation_graph_view", args=[neighbourhood.KIND_LABELS[kind], node_id]
+                ),
             },
         )
 

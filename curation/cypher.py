@@ -144,3 +144,50 @@ RETURN COUNT { MATCH (:Chunk {project_id: $project_id}) } AS chunks,
        COUNT { MATCH (:Conversation {project_id: $project_id}) } AS conversations,
        COUNT { MATCH (:Session {project_id: $project_id}) } AS sessions
 """
+
+# --- the graph view: a node and its neighbours, one group (relationship type, direction, label) at a time --
+# Labels and relationship types are checked against the graph view's whitelist before they are formatted
+# into these queries; every neighbour shares the node's project (tenancy is a property, never crossed).
+
+GRAPH_NODE = "MATCH (n:{label} {{id: $id}}) RETURN n {{.*, embedding: null}} AS node"
+
+GRAPH_GROUPS = """
+MATCH (n:{label} {{id: $id}})
+MATCH (n)-[r]-(m) WHERE m.project_id = n.project_id AND m.id IS NOT NULL
+WITH type(r) AS type, startNode(r) = n AS outgoing, [l IN $labels WHERE l IN labels(m)][0] AS label, m
+WHERE label IS NOT NULL
+RETURN type, outgoing, label, count(DISTINCT m) AS total ORDER BY type, outgoing, label
+"""
+
+GRAPH_GROUP_TOTAL = """
+MATCH (n:{label} {{id: $id}})
+MATCH {pattern} WHERE m.project_id = n.project_id
+RETURN count(DISTINCT m) AS total
+"""
+
+GRAPH_GROUP_PAGE = """
+MATCH (n:{label} {{id: $id}})
+MATCH {pattern} WHERE m.project_id = n.project_id AND m.id > $after
+WITH DISTINCT m ORDER BY m.id LIMIT $limit
+RETURN m {{.*, embedding: null}} AS node
+"""
+
+# a project's entry to the graph: its top communities (no parent) and its documents
+GRAPH_PROJECT_TOTALS = """
+RETURN COUNT { MATCH (c:Community {project_id: $id}) WHERE NOT (c)-[:IN_COMMUNITY]->(:Community) }
+         AS top_communities,
+       COUNT { MATCH (:Document {project_id: $id}) } AS documents
+"""
+
+GRAPH_PROJECT_PAGE = {
+    "top_communities": """
+MATCH (m:Community {project_id: $id}) WHERE NOT (m)-[:IN_COMMUNITY]->(:Community) AND m.id > $after
+WITH m ORDER BY m.id LIMIT $limit
+RETURN m {.*, embedding: null} AS node
+""",
+    "documents": """
+MATCH (m:Document {project_id: $id}) WHERE m.id > $after
+WITH m ORDER BY m.id LIMIT $limit
+RETURN m {.*, embedding: null} AS node
+""",
+}

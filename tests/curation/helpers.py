@@ -33,3 +33,28 @@ def snapshot(project_id: str) -> list[dict[str, Any]]:
         "ORDER BY label, n.id",
         p=project_id,
     )
+
+
+def tides_and_ferry(tenant: Any) -> tuple[str, str, dict[str, Any]]:
+    """Two ingested documents that both name Porto, and a conversation whose question referenced the
+    first: (tides id, ferry id, the store's answer)."""
+    from knowledge.dto import DocumentInput
+    from tests.memory.helpers import assistant, store, user
+    from tests.retrieval.helpers import ingest_now
+
+    pid = tenant.project.id
+    tides, ferry = ingest_now(
+        pid,
+        [
+            DocumentInput(title="Tide tables", text="Ada Lovelace measured the tides at Porto in June."),
+            DocumentInput(title="Ferry guide", text="The ferry leaves Porto at nine."),
+        ],
+    )
+    stored = store(
+        tenant.client(tenant.write_key),
+        pid,
+        [user("When is high tide at Porto?", references=[tides]), assistant("At noon, by the tide tables.")],
+        user_id="ana",
+        thread_id="harbour",
+    ).json()
+    return tides, ferry, stored

@@ -15,6 +15,7 @@ from core import graph
 from curation.models import RetentionPolicy
 from tests.conftest import Tenant, make_tenant
 from tests.curation.helpers import carriers
+from tests.e2e.browser import admin_page
 from tests.memory.helpers import assistant, store, user
 
 pytestmark = [
@@ -91,16 +92,7 @@ def test_curator_makes_a_conversation_private_expires_it_and_erases_a_user(
     from playwright.sync_api import expect
 
     pid = curated["pid"]
-    page = browser.new_page()
-    page.set_default_timeout(30_000)
-    problems: list[str] = []
-    page.on("pageerror", lambda e: problems.append(str(e)))
-
-    page.goto(f"{web}/admin/login/")
-    page.fill("#id_username", "curator")
-    page.fill("#id_password", "curator-pw-1")
-    page.click("input[type=submit]")
-    expect(page.locator("#site-name")).to_be_visible()
+    page, problems = admin_page(browser, web, "curator", "curator-pw-1")
     page.get_by_role("link", name="Graph contents").click()
 
     # find Ana's conversation: filter by project and user, then open it
