@@ -2,9 +2,16 @@
 
 import os
 
+import django
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+django.setup(set_prefix=False)
+
+from core.runtime.tracing import tracing_start  # noqa: E402
+
+# before the handler loads the middleware: Django's tracing adds its own (TRACING_ENABLED; no-op if off)
+tracing_start("web")
 wsgi_app = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402

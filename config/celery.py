@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_process_shutdown
 
 from core.runtime.task_leases import TaskLeases
 
@@ -25,7 +25,17 @@ def _fresh_graph_driver(**_kwargs: object) -> None:
     from core import graph
     from core.embeddings.local import configure_threads
     from core.runtime import heap
+    from core.runtime.tracing import tracing_start
 
     graph.reset_driver()
     configure_threads()
+    tracing_start("worker")  # TRACING_ENABLED: spans of tasks, queries and LLM calls of this process
     heap.freeze_long_lived()  # what the pool process inherited lives as long as it does
+
+
+@worker_process_shutdown.connect
+def _flush_spans(**_kwargs: object) -> None:
+    """A pool process ending sends its batched spans first (no-op when tracing is off)."""
+    from core.runtime.tracing import tracing_flush
+
+    tracing_flush()

@@ -124,6 +124,10 @@ STORAGES = {
 
 # Logs of the Python processes as text lines (`plain`) or one JSON object per line (`json`: time,
 # level, logger, message, extra fields, exc_info), and then HTTP access records as JSON too.
+# OpenTelemetry traces over OTLP/HTTP (core/runtime/tracing.py); the SDK reads the standard OTEL_* variables
+# (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, OTEL_BSP_SCHEDULE_DELAY, …)
+TRACING_ENABLED = env.bool("TRACING_ENABLED", default=False)
+OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", default="")  # empty: knowledge-platform-web / -worker
 LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")

@@ -28,6 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from core.runtime.redis_client import get_redis
+from core.runtime.tracing import neo4j_span
 
 logger = logging.getLogger(__name__)
 access_log = logging.getLogger("core.access")
@@ -54,11 +55,13 @@ NEO4J_SECONDS = Histogram(
 
 
 @contextmanager
-def neo4j_timed(access: str) -> Iterator[None]:
+def neo4j_timed(access: str, query: str | None = None) -> Iterator[None]:
+    """Times a query or transaction, and traces it as a span when tracing is on."""
     started = time.perf_counter()
     outcome = "error"
     try:
-        yield
+        with neo4j_span(access, query):
+            yield
         outcome = "ok"
     finally:
         NEO4J_SECONDS.labels(access, outcome).observe(time.perf_counter() - started)

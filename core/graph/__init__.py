@@ -148,7 +148,7 @@ def _auto_read(query: str, params: dict[str, Any]) -> list[neo4j.Record]:
 
 def read(query: str, **params: Any) -> list[dict[str, Any]]:
     """Run a read query (read-only access mode) and return plain dicts."""
-    with neo4j_timed("read"), translate_errors():
+    with neo4j_timed("read", query), translate_errors():
         records = _auto_read(query, params)
     return [record.data() for record in records]
 
@@ -156,7 +156,7 @@ def read(query: str, **params: Any) -> list[dict[str, Any]]:
 def read_column(query: str, column: str, **params: Any) -> list[Any]:
     """One column of a read query's records, as the driver decoded it: no `record.data()` walk, which
     costs more than the query for a large nested list (e.g. 10,000 sessions collected in one row)."""
-    with neo4j_timed("read"), translate_errors():
+    with neo4j_timed("read", query), translate_errors():
         records = _auto_read(query, params)
     return [record[column] for record in records]
 
@@ -185,7 +185,7 @@ def _again_if_vanished(work: Callable[[], T]) -> T:
 
 def write(query: str, **params: Any) -> list[dict[str, Any]]:
     """Run one write query in its own transaction and return plain dicts."""
-    with neo4j_timed("write"), translate_errors():
+    with neo4j_timed("write", query), translate_errors():
         records, _summary, _keys = _again_if_vanished(
             lambda: get_driver().execute_query(
                 query, params, database_=database(), routing_=RoutingControl.WRITE
@@ -196,7 +196,11 @@ def write(query: str, **params: Any) -> list[dict[str, Any]]:
 
 def write_autocommit(query: str, **params: Any) -> list[dict[str, Any]]:
     """Run a query in an auto-commit transaction: needed for `CALL { … } IN TRANSACTIONS`."""
-    with neo4j_timed("write"), translate_errors(), get_driver().session(database=database()) as session:
+    with (
+        neo4j_timed("write", query),
+        translate_errors(),
+        get_driver().session(database=database()) as session,
+    ):
         return [record.data() for record in session.run(query, params)]
 
 

@@ -20,6 +20,7 @@ from core.errors import DependencyUnavailable, PlatformError
 from core.llm import usage
 from core.llm.retry import call_with_retries, is_retryable
 from core.metrics import llm_call_record
+from core.runtime.tracing import llm_span
 
 logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -94,12 +95,16 @@ def chat(messages: list[dict[str, Any]], *, json_mode: bool = False, **options: 
     kwargs.update(options)
 
     def attempt() -> str:
-        try:
-            response = client.chat.completions.create(**kwargs)
-        except Exception:
-            llm_call_record(ok=False)
-            raise
-        tokens = response.usage
+        with llm_span(model) as span:
+            try:
+                response = client.chat.completions.create(**kwargs)
+            except Exception:
+                llm_call_record(ok=False)
+                raise
+            tokens = response.usage
+            if tokens is not None:
+                span.set_attribute("gen_ai.usage.input_tokens", tokens.prompt_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", tokens.completion_tokens)
         llm_call_record(
             ok=True,
             prompt_tokens=tokens.prompt_tokens if tokens else 0,
