@@ -4,7 +4,7 @@ costs, and when retention and backups last ran. Reads only."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -12,6 +12,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from core import graph
+from core.llm.usage import project_tokens_per_day
 from core.models import Job, Project
 from curation import cypher
 from curation.models import PolicyRun
@@ -26,6 +27,7 @@ class Bar:
     label: str
     value: int
     pct: float  # of the chart's largest value, for its width or height
+    detail: str = ""  # what the value is made of, for its tooltip
 
     # a column of the token chart: at most 100 px tall, standing on y = 110
     @property
@@ -47,6 +49,8 @@ class ProjectDashboard:
     jobs_by_kind: list[dict[str, Any]]
     tokens_per_day: list[Bar]
     tokens_total: int
+    tokens_jobs: int
+    tokens_requests: int | None  # None: Redis could not say
     last_retention: PolicyRun | None
     last_backup: Job | None
 
@@ -56,16 +60,23 @@ def bars(values: list[tuple[str, int]]) -> list[Bar]:
     return [Bar(label, value, round(100 * value / top, 1) if top else 0.0) for label, value in values]
 
 
-def _tokens_per_day(project_id: str, today: date) -> list[tuple[str, int]]:
-    first = today - timedelta(days=TOKEN_DAYS - 1)
-    used: Counter[date] = Counter()
-    jobs = Job.objects.filter(project_id=project_id, created_at__date__gte=first).exclude(token_usage={})
+def _tokens_per_day(project_id: str, today: date) -> tuple[list[Bar], int, int | None]:
+    """Columns of the token chart (jobs' tokens plus those spent inside requests, per day), the jobs'
+    total and the requests' total (None when Redis could not say)."""
+    days = [today - timedelta(days=TOKEN_DAYS - 1 - i) for i in range(TOKEN_DAYS)]
+    by_jobs: Counter[date] = Counter()
+    jobs = Job.objects.filter(project_id=project_id, created_at__date__gte=days[0]).exclude(token_usage={})
     for created, usage in jobs.values_list("created_at", "token_usage"):
-        used[timezone.localdate(created)] += int((usage or {}).get("total_tokens") or 0)
-    return [
-        ((first + timedelta(days=i)).strftime("%b %d"), used[first + timedelta(days=i)])
-        for i in range(TOKEN_DAYS)
+        by_jobs[timezone.localdate(created)] += int((usage or {}).get("total_tokens") or 0)
+    by_requests = project_tokens_per_day(project_id, days)
+    requests = by_requests or {}
+    columns = bars([(d.strftime("%b %d"), by_jobs[d] + requests.get(d, 0)) for d in days])
+    detailed = [
+        replace(bar, detail=f"jobs {by_jobs[d]:,}, requests {requests.get(d, 0):,}")
+        for bar, d in zip(columns, days, strict=True)
     ]
+    total_requests = sum(requests.values()) if by_requests is not None else None
+    return detailed, sum(by_jobs.values()), total_requests
 
 
 def _jobs_by_kind(project_id: str, since: Any) -> list[dict[str, Any]]:
@@ -85,7 +96,7 @@ def project_dashboard(*, project: Project) -> ProjectDashboard:
     counts = graph.read(cypher.DASHBOARD_COUNTS, project_id=project_id)[0]
     now = timezone.now()
     jobs = Job.objects.filter(project_id=project_id)
-    tokens = _tokens_per_day(project_id, timezone.localdate(now))
+    tokens, tokens_jobs, tokens_requests = _tokens_per_day(project_id, timezone.localdate(now))
     return ProjectDashboard(
         project=project,
         documents=bars(documents),
@@ -93,8 +104,10 @@ def project_dashboard(*, project: Project) -> ProjectDashboard:
         jobs_running=list(jobs.filter(status__in=[Job.Status.QUEUED, Job.Status.RUNNING])[:LISTED_JOBS]),
         jobs_failed=list(jobs.filter(status=Job.Status.FAILED)[:LISTED_JOBS]),
         jobs_by_kind=_jobs_by_kind(project_id, now - timedelta(days=JOB_DAYS)),
-        tokens_per_day=bars(tokens),
-        tokens_total=sum(n for _, n in tokens),
+        tokens_per_day=tokens,
+        tokens_total=sum(bar.value for bar in tokens),
+        tokens_jobs=tokens_jobs,
+        tokens_requests=tokens_requests,
         last_retention=PolicyRun.objects.filter(project_id=project_id, dry_run=False)
         .select_related("policy")
         .order_by("-created_at")

@@ -10,6 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
 from core.auth.keys import HasScope, ProjectAccess
+from core.llm.usage import project_tokens_add, usage_meter
 
 # The largest `offset` of a paginated list: Neo4j's SKIP and SQLite's OFFSET take 64-bit integers
 # (a larger one is an error of the driver, not an empty page), and nobody pages a billion rows.
@@ -23,9 +24,17 @@ class PlatformApi(APIView):
 
 
 class ProjectApi(APIView):
-    """A view under /projects/{project_id}/: another project's id answers 404 before scopes are checked."""
+    """A view under /projects/{project_id}/: another project's id answers 404 before scopes are checked.
+    The LLM tokens its request spends (a chat turn, a summary) count for the project's day."""
 
     permission_classes = [IsAuthenticated, ProjectAccess, HasScope]
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        with usage_meter() as used:
+            response = super().dispatch(request, *args, **kwargs)
+        if used.total_tokens and kwargs.get("project_id"):
+            project_tokens_add(str(kwargs["project_id"]), used.total_tokens)
+        return response
 
 
 class StrictSerializer(serializers.Serializer):

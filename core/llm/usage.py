@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,3 +49,40 @@ def usage_meter() -> Iterator[TokenUsage]:
 def record(*, model: str, prompt: int, completion: int = 0, total: int | None = None) -> None:
     for meter in _meters.get():
         meter.add(model=model, prompt=prompt, completion=completion, total=total)
+
+
+# --- tokens spent inside API requests, per project and day ----------------------------------------------
+# Jobs keep their own usage (Job.token_usage). What a request spends (a DRIFT answer, a chat turn) is
+# added here, in Redis, shared by every web process: one hash per project, one field per UTC day,
+# kept PROJECT_TOKENS_KEEP_DAYS after its last write. Fails open: accounting never fails a request.
+
+PROJECT_TOKENS_KEY = "kp:llm-tokens:{}"
+PROJECT_TOKENS_KEEP_DAYS = 45
+
+
+def project_tokens_add(project_id: str, tokens: int, *, day: date | None = None) -> None:
+    if tokens <= 0:
+        return
+    from core.runtime.redis_client import get_redis
+
+    key = PROJECT_TOKENS_KEY.format(project_id)
+    field_ = (day or datetime.now(UTC).date()).isoformat()
+    try:
+        pipe = get_redis().pipeline(transaction=False)
+        pipe.hincrby(key, field_, tokens)
+        pipe.expire(key, PROJECT_TOKENS_KEEP_DAYS * 86400)
+        pipe.execute()
+    except Exception:  # noqa: BLE001 - Redis down: the request itself must go on
+        logger.debug("request tokens of project %s not recorded", project_id, exc_info=True)
+
+
+def project_tokens_per_day(project_id: str, days: list[date]) -> dict[date, int] | None:
+    """Tokens that requests of the project spent on each day; None when Redis cannot say."""
+    from core.runtime.redis_client import get_redis
+
+    try:
+        values = get_redis().hmget(PROJECT_TOKENS_KEY.format(project_id), [d.isoformat() for d in days])
+    except Exception:  # noqa: BLE001 - Redis down: the dashboard shows the jobs' tokens alone
+        logger.debug("request tokens of project %s not read", project_id, exc_info=True)
+        return None
+    return {d: int(v or 0) for d, v in zip(days, values, strict=True)}

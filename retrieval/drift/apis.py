@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from core.api.base import PlatformApi, QueryTextField, StrictSerializer
 from core.auth.keys import is_staff, mark_probe, request_project_id
 from core.errors import NotFound, PlatformError, unavailable_dependency
+from core.llm.usage import project_tokens_add
 from core.models import Project
 from retrieval.drift.services import drift_search
 
@@ -107,6 +108,11 @@ class RetrieveApi(PlatformApi):
             raise RetrievalFailed(
                 "DRIFT search failed: a service it depends on is unavailable", details=unavailable.details
             ) from exc
+        # the strategy meters its calls across its threads; the project's day counts them
+        spent = figures.get("usage") or {}
+        project_tokens_add(
+            project_id, int(spent.get("prompt_tokens", 0)) + int(spent.get("completion_tokens", 0))
+        )
         body: dict[str, Any] = {
             "final_answer": outcome.final_answer,
             "key_facts": outcome.key_facts,
