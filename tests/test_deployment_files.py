@@ -61,3 +61,5 @@ def test_the_dockerfile_installs_the_lock_and_the_pinned_static_files() -> None:
     assert "platform/bin/fetch_vendor_js.py" in dockerfile
     assert re.search(r"^FROM python:3\.11-", dockerfile, re.M)
     assert re.search(r"^USER (?!root)", dockerfile, re.M)
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert {".git", "var", ".env", "platform/neo4j/target"} <= set(ignored)  # no store or secret in an image

@@ -8,6 +8,7 @@ With GRAPH_VIEW_SCREENSHOTS=<dir> the test also saves the pictures shown in docs
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ HUB_SIZE = 10_000
 
 
 @pytest.fixture
-def walked() -> dict[str, Any]:
+def walked() -> Iterator[dict[str, Any]]:
     """Two documents, a conversation that referenced one of them, a hub entity named by 10,000 chunks, a
     two-level community hierarchy and a curator. Prepared before the browser starts (Playwright's sync
     API runs an event loop, inside which Django refuses ORM calls)."""
@@ -65,7 +66,8 @@ def walked() -> dict[str, Any]:
     curator.user_permissions.add(
         Permission.objects.get(content_type__app_label="core", codename="view_project")
     )
-    return {"pid": pid, "tides": tides, "conversation": stored["conversation_id"], "hub": f"{pid}-hub"}
+    yield {"pid": pid, "tides": tides, "conversation": stored["conversation_id"], "hub": f"{pid}-hub"}
+    graph.write("MATCH (n:Chunk|Entity|Community {project_id: $p}) DETACH DELETE n", p=pid)
 
 
 def _shot(page: Any, name: str) -> None:
