@@ -33,7 +33,7 @@ HUB_SIZE = 10_000
 @pytest.fixture
 def walked() -> Iterator[dict[str, Any]]:
     """Two documents, a conversation that referenced one of them, a hub entity named by 10,000 chunks, a
-    two-level community hierarchy and a curator. Prepared before the browser starts (Playwright's sync
+    two-level community hierarchy (in a second project) and a curator. Prepared before the browser starts (Playwright's sync
     API runs an event loop, inside which Django refuses ORM calls)."""
     tenant = make_tenant("graph-view")
     pid = tenant.project.id
@@ -48,6 +48,9 @@ def walked() -> Iterator[dict[str, Any]]:
         p=pid,
         n=HUB_SIZE,
     )
+    # the hierarchy in a project of its own: the documents' project gets its communities rebuilt by the
+    # session's worker after the ingestion commits, which replaces that project's communities
+    atlas = make_tenant("graph-view-atlas").project.id
     graph.write(
         """
         CREATE (top:Community {id: $p + '-top', project_id: $p, level: 1, title: 'Coasts'})
@@ -56,7 +59,7 @@ def walked() -> Iterator[dict[str, Any]]:
         CREATE (:Community {id: $p + '-south', project_id: $p, level: 0, title: 'Southern ports'})
                -[:IN_COMMUNITY]->(top)
         """,
-        p=pid,
+        p=atlas,
     )
     curator = User.objects.create_user("walker", password="walker-pw-1", is_staff=True)
     for codename in ("browse_graph",):
@@ -66,8 +69,15 @@ def walked() -> Iterator[dict[str, Any]]:
     curator.user_permissions.add(
         Permission.objects.get(content_type__app_label="core", codename="view_project")
     )
-    yield {"pid": pid, "tides": tides, "conversation": stored["conversation_id"], "hub": f"{pid}-hub"}
-    graph.write("MATCH (n:Chunk|Entity|Community {project_id: $p}) DETACH DELETE n", p=pid)
+    yield {
+        "pid": pid,
+        "tides": tides,
+        "conversation": stored["conversation_id"],
+        "hub": f"{pid}-hub",
+        "atlas": atlas,
+    }
+    for project_id in (pid, atlas):
+        graph.write("MATCH (n:Chunk|Entity|Community {project_id: $p}) DETACH DELETE n", p=project_id)
 
 
 def _shot(page: Any, name: str) -> None:
@@ -185,10 +195,10 @@ def test_a_projects_community_hierarchy_opens_from_its_dashboard(
 
     page, problems = admin_page(browser, web, "walker", "walker-pw-1")
 
-    page.goto(f"{web}/admin/core/project/{walked['pid']}/dashboard/")
+    page.goto(f"{web}/admin/core/project/{walked['atlas']}/dashboard/")
     page.click("#graph-link")
     _settled(page)
-    top = f"Community:{walked['pid']}-top"
+    top = f"Community:{walked['atlas']}-top"
     assert page.evaluate("(key) => curationGraph.cy.getElementById(key).nonempty()", top)
     page.mouse.dblclick(*_point(page, top))
     page.wait_for_function("(key) => curationGraph.cy.getElementById(key).hasClass('expanded')", arg=top)
@@ -201,8 +211,8 @@ def test_a_projects_community_hierarchy_opens_from_its_dashboard(
     expect(page.locator("#graph-status")).to_have_text(f"{len(titles)} nodes shown")
 
     # a node deleted since it was drawn: expanding it says so and leaves it as it was
-    north = f"Community:{walked['pid']}-north"
-    graph.write("MATCH (c:Community {id: $id}) DETACH DELETE c", id=f"{walked['pid']}-north")
+    north = f"Community:{walked['atlas']}-north"
+    graph.write("MATCH (c:Community {id: $id}) DETACH DELETE c", id=f"{walked['atlas']}-north")
     page.mouse.dblclick(*_point(page, north))
     expect(page.locator("#graph-status")).to_contain_text("could not expand: no Community with this id")
     assert not page.evaluate("(key) => curationGraph.cy.getElementById(key).hasClass('expanded')", north)
