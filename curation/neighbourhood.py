@@ -199,25 +199,15 @@ def _project(project_id: str, group: str | None, after: str) -> dict[str, Any]:
     return {"node": node, "groups": groups}
 
 
-def neighbourhood(*, label: str, node_id: str, group: str | None = None, after: str = "") -> dict[str, Any]:
-    """The node (its properties for the side panel) and its groups of neighbours, each with its total and
-    its first page; with `group`, only that group's page after the neighbour id `after`."""
-    check_node(label, node_id)
-    if len(after) > _MAX_ID:
-        raise InvalidInput(f"after must be at most {_MAX_ID} characters", details={"field": "after"})
-    if label == PROJECT:
-        return _project(node_id, group, after)
-    rows = graph.read(cypher.GRAPH_NODE.format(label=label), id=node_id)
-    if not rows:
-        raise NotFound(f"no {label} with this id")
-    node = _node(label, rows[0]["node"])
+def _walk_groups(label: str, node_id: str, group: str | None, after: str) -> list[dict[str, Any]]:
+    """The named walks of the node's label (all, empty ones left out; or the one `group` names)."""
     walks = {w.key: w for w in WALKS.get(label, ())}
-    if group is not None and group.startswith("via:"):
+    if group is not None:
         if group not in walks:
             raise InvalidInput(f"no such group {group!r}", details={"field": "group"})
         walks = {group: walks[group]}
-    groups: list[dict[str, Any]] = []
-    for walk in walks.values() if group is None or group.startswith("via:") else ():
+    groups = []
+    for walk in walks.values():
         total = graph.read(cypher.GRAPH_GROUP_TOTAL.format(label=label, pattern=walk.pattern), id=node_id)
         if not total[0]["total"] and group is None:
             continue  # an empty walk is no group
@@ -233,29 +223,51 @@ def neighbourhood(*, label: str, node_id: str, group: str | None = None, after: 
                 nodes=nodes,
             )
         )
-    if group is not None and group.startswith("via:"):
-        return {"node": node, "groups": groups}
-    wanted = _direct_pattern(group) if group is not None else None
+    return groups
+
+
+def _direct_groups(label: str, node_id: str, group: str | None, after: str) -> list[dict[str, Any]]:
+    """The node's groups by relationship type, direction and label (all, or the one `group` names)."""
+    if group is not None:
+        _direct_pattern(group)  # a malformed key is a 400 before any read
+    groups = []
     summary = graph.read(cypher.GRAPH_GROUPS.format(label=label), id=node_id, labels=list(LABELS))
     for row in summary:
-        arrow = ">" if row["outgoing"] else "<"
-        key = f"{row['type']}{arrow}{row['label']}"
-        if wanted is not None and key != group:
+        key = f"{row['type']}{'>' if row['outgoing'] else '<'}{row['label']}"
+        if group is not None and key != group:
             continue
         rel, pattern, m_label = _direct_pattern(key)
-        nodes = _group_page(label, node_id, pattern, m_label, after)
-        title = f"{rel} {'→' if row['outgoing'] else '←'} {m_label}"
         groups.append(
             _group(
                 key=key,
-                title=title,
+                title=f"{rel} {'→' if row['outgoing'] else '←'} {m_label}",
                 type_=rel,
                 outgoing=row["outgoing"],
                 label=m_label,
                 total=row["total"],
-                nodes=nodes,
+                nodes=_group_page(label, node_id, pattern, m_label, after),
             )
         )
-    if wanted is not None and not groups:
+    if group is not None and not groups:
         raise NotFound(f"this {label} has no group {group!r}")
+    return groups
+
+
+def neighbourhood(*, label: str, node_id: str, group: str | None = None, after: str = "") -> dict[str, Any]:
+    """The node (its properties for the side panel) and its groups of neighbours, each with its total and
+    its first page; with `group`, only that group's page after the neighbour id `after`."""
+    check_node(label, node_id)
+    if len(after) > _MAX_ID:
+        raise InvalidInput(f"after must be at most {_MAX_ID} characters", details={"field": "after"})
+    if label == PROJECT:
+        return _project(node_id, group, after)
+    rows = graph.read(cypher.GRAPH_NODE.format(label=label), id=node_id)
+    if not rows:
+        raise NotFound(f"no {label} with this id")
+    node = _node(label, rows[0]["node"])
+    if group is not None and group.startswith("via:"):
+        return {"node": node, "groups": _walk_groups(label, node_id, group, after)}
+    if group is not None:
+        return {"node": node, "groups": _direct_groups(label, node_id, group, after)}
+    groups = _walk_groups(label, node_id, None, after) + _direct_groups(label, node_id, None, after)
     return {"node": node, "groups": groups}
