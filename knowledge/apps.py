@@ -7,6 +7,8 @@ class KnowledgeConfig(AppConfig):
 
     def ready(self) -> None:
         from core.runtime.lost_tasks import expected_register
+        from knowledge import warmup
         from knowledge.selectors import ingest_batches_expected
 
         expected_register(ingest_batches_expected)
+        warmup.register()

@@ -484,3 +484,18 @@ WHERE d.source_path STARTS WITH $prefix AND d.source_path =~ $pattern
   AND ($status IS NULL OR d.status = $status)
 RETURN count(d) AS n
 """
+
+# The start-up warm-up's questions: titles of ready documents, spread over the project by id
+WARM_UP_TITLES = """
+MATCH (d:Document) WHERE d.project_id = $project_id AND d.status = 'ready' AND d.title IS NOT NULL
+RETURN d.title AS title ORDER BY d.id LIMIT $limit
+"""
+
+# The start-up warm-up reads the records search results are built from (each chunk's text and its
+# document), up to $limit chunks, so the first results after a start find them in Neo4j's page cache
+WARM_UP_CHUNKS_READ = """
+MATCH (c:Chunk) WHERE c.project_id = $project_id
+WITH c LIMIT $limit
+OPTIONAL MATCH (d:Document {id: c.document_id}) WHERE d.project_id = $project_id
+RETURN count(c) AS chunks, sum(size(c.text)) AS chars, count(d.title) AS documents
+"""

@@ -4,8 +4,12 @@ A fresh web process pays on its first queries for what later ones find ready: th
 the URLconf and every API module behind it, lazily built Python objects, Neo4j's query plans and the
 JIT of the code paths a query runs. So the web process, on a background thread while it already
 serves, loads the embedder and then runs each registered step a few times against the project
-ingested last (apps register their hot queries: `warmup_register`). Steps only read; one that fails
-is logged and skipped. `/healthz` reports the state and the time each step's first and last run took.
+ingested last (apps register their hot queries: `warmup_register`). Each round asks another question:
+a generic one, then questions the apps draw from the project (`warmup_questions_register`: the
+knowledge app names its documents' titles), so the branches a real question takes (a title the graph
+walk links, the index terms and records of more than one answer) are warm too, not only those of one
+question asked again. Steps only read; one that fails is logged and skipped. `/healthz` reports the
+state and the time each step's first and last run took.
 """
 
 from __future__ import annotations
@@ -31,12 +35,33 @@ WARM_UP_QUERY = "What is this collection about?"
 
 # a step runs its queries for (project id, the query, its embedding)
 WarmUpStep = Callable[[str, str, list[float]], None]
-_steps: dict[str, WarmUpStep] = {}
+# a question source gives up to `count` questions about a project: (project id, count) -> questions
+QuestionSource = Callable[[str, int], list[str]]
+_steps: dict[str, tuple[WarmUpStep, bool]] = {}
+_question_sources: list[QuestionSource] = []
 
 
-def warmup_register(name: str, step: WarmUpStep) -> None:
-    """Register a step of the start-up warm-up (an app's ready()); it must only read."""
-    _steps[name] = step
+def warmup_register(name: str, step: WarmUpStep, *, once: bool = False) -> None:
+    """Register a step of the start-up warm-up (an app's ready()); it must only read. `once`: it
+    runs in the first round only (a step that reads the same records whatever the question)."""
+    _steps[name] = (step, once)
+
+
+def warmup_questions_register(source: QuestionSource) -> None:
+    """Register a source of questions about a project for the warm-up's rounds; it must only read."""
+    _question_sources.append(source)
+
+
+def warm_questions(project_id: str, count: int) -> list[str]:
+    """`count` questions for the warm-up's rounds: the generic one, then those the sources draw
+    from the project; the generic one again when they have too few."""
+    questions = [WARM_UP_QUERY]
+    for source in _question_sources:
+        try:
+            questions += [q for q in source(project_id, count) if q not in questions]
+        except Exception as exc:  # noqa: BLE001 - the generic question still warms the code paths
+            logger.warning("warm-up questions failed: %s", exc, exc_info=not isinstance(exc, PlatformError))
+    return [questions[i] if i < len(questions) else WARM_UP_QUERY for i in range(count)]
 
 
 @dataclass
@@ -79,10 +104,11 @@ def warm_up(*, rounds: int) -> WarmUpState:
         state.project_id = project_id
         if project_id is not None:
             clock = time.perf_counter()
-            vector = get_embedder().embed_one(WARM_UP_QUERY)
-            state.steps["embedding"] = {"first_ms": _ms(clock)}
-            for name, step in _steps.items():
-                state.steps[name] = _run_step(step, project_id, vector, rounds=rounds)
+            questions = warm_questions(project_id, rounds)
+            asked = [(q, get_embedder().embed_one(q)) for q in questions]
+            state.steps["embedding"] = {"first_ms": _ms(clock), "questions": len(set(questions))}
+            for name, (step, once) in _steps.items():
+                state.steps[name] = _run_step(step, project_id, asked[:1] if once else asked)
     finally:
         state.took_ms = _ms(started)
         state.status = "done"
@@ -90,12 +116,12 @@ def warm_up(*, rounds: int) -> WarmUpState:
     return state
 
 
-def _run_step(step: WarmUpStep, project_id: str, vector: list[float], *, rounds: int) -> dict[str, Any]:
+def _run_step(step: WarmUpStep, project_id: str, asked: list[tuple[str, list[float]]]) -> dict[str, Any]:
     took: list[float] = []
-    for _ in range(rounds):
+    for question, vector in asked:
         clock = time.perf_counter()
         try:
-            step(project_id, WARM_UP_QUERY, vector)
+            step(project_id, question, vector)
         except Exception as exc:  # a warm-up step never stops the server; the real query reports it
             # an outage (a PlatformError) is one line, as the requests it fails log it; a bug is traced
             logger.warning("warm-up step failed: %s", exc, exc_info=not isinstance(exc, PlatformError))

@@ -8,7 +8,7 @@ from django.test import Client
 
 from core import graph
 from core.models import Job
-from core.runtime.warmup import warm_up
+from core.runtime.warmup import WARM_UP_QUERY, warm_questions, warm_up
 from knowledge.dto import DocumentInput
 from tests.conftest import Tenant
 from tests.retrieval.helpers import ingest_now
@@ -17,6 +17,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_graph")]
 
 STEPS = {
     "embedding",
+    "chunk records",
     "search vector",
     "search fulltext",
     "search hybrid",
@@ -49,6 +50,8 @@ def test_warm_up_runs_every_hot_query_on_the_last_ingested_project_and_writes_no
     failed = {name: step for name, step in state.steps.items() if "first_ms" not in step}
     assert failed == {}
     assert all("last_ms" in step for name, step in state.steps.items() if name != "embedding")
+    # two rounds, two questions: the generic one, then one naming the project's document
+    assert state.steps["embedding"]["questions"] == 2
     assert _graph_size() == size and Job.objects.count() == jobs
 
     health = Client().get("/healthz").json()
@@ -59,3 +62,26 @@ def test_warm_up_runs_every_hot_query_on_the_last_ingested_project_and_writes_no
 def test_without_projects_the_warm_up_loads_the_embedder_only() -> None:
     state = warm_up(rounds=2)
     assert state.status == "done" and state.project_id is None
+
+
+def test_the_rounds_ask_questions_naming_the_projects_own_documents_only(
+    tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    ingest_now(
+        tenant_a.project.id,
+        [
+            DocumentInput(title="Ada", text="Ada Lovelace wrote the first program."),
+            DocumentInput(title="Babbage", text="Charles Babbage designed the Analytical Engine."),
+        ],
+    )
+    ingest_now(
+        tenant_b.project.id, [DocumentInput(title="Grace", text="Grace Hopper built the first compiler.")]
+    )
+
+    questions = warm_questions(tenant_a.project.id, 4)
+
+    assert questions[0] == WARM_UP_QUERY and len(questions) == 4
+    assert set(questions[1:3]) == {"What does Ada say?", "What does Babbage say?"}
+    assert questions[3] == WARM_UP_QUERY  # too few documents: the generic question again
+    assert not any("Grace" in q for q in questions)  # another project's titles never
+    assert warm_questions(tenant_b.project.id, 2) == [WARM_UP_QUERY, "What does Grace say?"]
