@@ -317,12 +317,12 @@ def run() -> dict[str, Any]:
         # the peer in this run, with the warm-up off (the embedder is still loaded at start). A first
         # query is one sample per start: the warm-up's figures are taken over FIRST_QUERY_STARTS starts
         for phase, rounds, starts in (
-            ("first_queries", "3", FIRST_QUERY_STARTS),
-            ("first_queries_no_warm_up", "0", 1),
+            ("first_queries", {}, FIRST_QUERY_STARTS),  # the default WARM_UP_ROUNDS
+            ("first_queries_no_warm_up", {"WARM_UP_ROUNDS": "0"}, 1),
         ):
             figures[phase] = {"starts": []}
             for _ in range(starts):
-                platform = PlatformRun(tmp / "var", WARM_UP_ROUNDS=rounds)
+                platform = PlatformRun(tmp / "var", **rounds)
                 try:
                     platform.wait_healthy()
                     warmed_up = platform.wait_warmed_up()

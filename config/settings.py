@@ -386,7 +386,7 @@ EMBEDDINGS_SMALL_BATCH_TEXTS = env.int("EMBEDDINGS_SMALL_BATCH_TEXTS", default=8
 # one, then ones naming its documents), so its first query is as fast as the tenth; it first reads up
 # to WARM_UP_CHUNKS of that project's chunks (text and document) into Neo4j's page cache
 EMBEDDINGS_WARM_AT_START = env.bool("EMBEDDINGS_WARM_AT_START", default=True)
-WARM_UP_ROUNDS = env.int("WARM_UP_ROUNDS", default=3)
+WARM_UP_ROUNDS = env.int("WARM_UP_ROUNDS", default=10)
 WARM_UP_CHUNKS = env.int("WARM_UP_CHUNKS", default=20_000)
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="") or LLM_API_KEY
 EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL

@@ -54,14 +54,14 @@ def warmup_questions_register(source: QuestionSource) -> None:
 
 def warm_questions(project_id: str, count: int) -> list[str]:
     """`count` questions for the warm-up's rounds: the generic one, then those the sources draw
-    from the project; the generic one again when they have too few."""
+    from the project, and the same again in turn when they have too few."""
     questions = [WARM_UP_QUERY]
     for source in _question_sources:
         try:
             questions += [q for q in source(project_id, count) if q not in questions]
         except Exception as exc:  # noqa: BLE001 - the generic question still warms the code paths
             logger.warning("warm-up questions failed: %s", exc, exc_info=not isinstance(exc, PlatformError))
-    return [questions[i] if i < len(questions) else WARM_UP_QUERY for i in range(count)]
+    return [questions[i % len(questions)] for i in range(count)]
 
 
 @dataclass

@@ -82,6 +82,6 @@ def test_the_rounds_ask_questions_naming_the_projects_own_documents_only(
 
     assert questions[0] == WARM_UP_QUERY and len(questions) == 4
     assert set(questions[1:3]) == {"What does Ada say?", "What does Babbage say?"}
-    assert questions[3] == WARM_UP_QUERY  # too few documents: the generic question again
+    assert questions[3] == WARM_UP_QUERY  # too few documents: the same questions again, in turn
     assert not any("Grace" in q for q in questions)  # another project's titles never
     assert warm_questions(tenant_b.project.id, 2) == [WARM_UP_QUERY, "What does Grace say?"]
