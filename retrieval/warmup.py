@@ -1,26 +1,27 @@
 """Retrieval's steps of the start-up warm-up (core.runtime.warmup): each search mode, and DRIFT when
 it runs without an LLM (with one, a warm-up would spend tokens; its retrieval half is warmed by the
-search modes)."""
+search modes), each sent through its API view with the API's defaults, as an agent sends it."""
 
 from __future__ import annotations
 
+from django.urls import reverse
+
 from core.llm.client import llm_configured
-from core.runtime.warmup import WarmUpStep, warmup_register
-from retrieval.drift.services import drift_search
+from core.runtime.warmup import WarmUpStep, api_post, warmup_register
 from retrieval.retrievers import RETRIEVERS
-from retrieval.services import search_run
 
 
 def _search(mode: str) -> WarmUpStep:
-    def step(project_id: str, query: str, vector: list[float]) -> None:
-        search_run(project_id=project_id, query=query, mode=mode, top_k=10, vector=vector)
+    def step(project_id: str, query: str, _vector: list[float]) -> None:
+        path = reverse("search", kwargs={"project_id": project_id})
+        api_post(path, {"query": query, "mode": mode}, project_id=project_id)
 
     return step
 
 
 def _drift(project_id: str, query: str, _vector: list[float]) -> None:
     if not llm_configured():
-        drift_search(project_id=project_id, query=query)
+        api_post(reverse("retrieve"), {"query": query, "project_id": project_id}, project_id=project_id)
 
 
 def register() -> None:

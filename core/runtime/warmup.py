@@ -8,12 +8,16 @@ ingested last (apps register their hot queries: `warmup_register`). Each round a
 a generic one, then questions the apps draw from the project (`warmup_questions_register`: the
 knowledge app names its documents' titles), so the branches a real question takes (a title the graph
 walk links, the index terms and records of more than one answer) are warm too, not only those of one
-question asked again. Steps only read; one that fails is logged and skipped. `/healthz` reports the
-state and the time each step's first and last run took.
+question asked again. A step sends its query as an agent does, through the API view (`api_post`:
+the view, its permissions, serializers, the service with the API's defaults and the rendering of the
+answer), so the first request of each kind finds its code, its query texts and their plans ready.
+Steps only read; one that fails is logged and skipped. `/healthz` reports the state and the time each
+step's first and last run took.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import time
@@ -21,13 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from django.conf import settings
+from django.core.handlers.wsgi import WSGIRequest
 from django.db import connection
-from django.urls import get_resolver
+from django.urls import get_resolver, resolve
 
+from core.auth.keys import KeyUser
 from core.embeddings import get_embedder
 from core.errors import PlatformError
-from core.models import Job, Project
+from core.models import ApiKey, Job, Project
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +69,46 @@ def warm_questions(project_id: str, count: int) -> list[str]:
         except Exception as exc:  # noqa: BLE001 - the generic question still warms the code paths
             logger.warning("warm-up questions failed: %s", exc, exc_info=not isinstance(exc, PlatformError))
     return [questions[i % len(questions)] for i in range(count)]
+
+
+class WarmUpRequestFailed(RuntimeError):
+    """A warm-up request was answered with an error (the step is reported failed, the server serves)."""
+
+
+def api_post(path: str, body: dict[str, Any], *, project_id: str) -> int:
+    """POST `body` as JSON to the API view at `path` in this process, as a `read` key of `project_id`
+    would send it; returns the status, and raises WarmUpRequestFailed for anything but 2xx.
+
+    The request runs the view as a request does (permissions, including the key's project and scope,
+    the serializers, the service, the rendering of the answer), but holds no key: the warm-up writes
+    nothing, so it has no key row to check (nor a `last_used_at` to set) and counts against no
+    throttle bucket. The view sees an unsaved key through DRF's forced authentication, which only
+    code in this process can set (an attribute of the request object, never a header)."""
+    raw = orjson.dumps(body)
+    request = WSGIRequest(
+        {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": path,
+            "SCRIPT_NAME": "",
+            "QUERY_STRING": "",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(raw)),
+            "SERVER_NAME": "warm-up",
+            "SERVER_PORT": "0",
+            "wsgi.input": io.BytesIO(raw),
+            "wsgi.url_scheme": "http",
+        }
+    )
+    key = ApiKey(project_id=project_id, name="warm-up", prefix="warm-up", scopes=["read"])
+    request._force_auth_user = KeyUser(api_key=key)
+    request._force_auth_token = key
+    match = resolve(path)
+    view = match.func.view_class.as_view(throttle_classes=())
+    response = view(request, *match.args, **match.kwargs)
+    response.render()
+    if not 200 <= response.status_code < 300:
+        raise WarmUpRequestFailed(f"{path} answered {response.status_code}: {response.content[:200]!r}")
+    return int(response.status_code)
 
 
 @dataclass

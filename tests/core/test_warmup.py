@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
 from core import graph
-from core.models import Job
-from core.runtime.warmup import WARM_UP_QUERY, warm_questions, warm_up
+from core.models import ApiKey, Job
+from core.runtime.redis_client import get_redis
+from core.runtime.warmup import WARM_UP_QUERY, WarmUpRequestFailed, api_post, warm_questions, warm_up
 from knowledge.dto import DocumentInput
 from tests.conftest import Tenant
 from tests.retrieval.helpers import ingest_now
@@ -42,6 +44,8 @@ def test_warm_up_runs_every_hot_query_on_the_last_ingested_project_and_writes_no
         tenant_b.project.id, [DocumentInput(title="Grace", text="Grace Hopper built the first compiler.")]
     )
     size, jobs = _graph_size(), Job.objects.count()
+    keys = sorted(ApiKey.objects.values_list("pk", "last_used_at"))
+    throttled = get_redis().keys("throttle:*")
 
     state = warm_up(rounds=2)
 
@@ -53,6 +57,9 @@ def test_warm_up_runs_every_hot_query_on_the_last_ingested_project_and_writes_no
     # two rounds, two questions: the generic one, then one naming the project's document
     assert state.steps["embedding"]["questions"] == 2
     assert _graph_size() == size and Job.objects.count() == jobs
+    # the requests hold no key: no key row made or touched, no throttle bucket counted
+    assert sorted(ApiKey.objects.values_list("pk", "last_used_at")) == keys
+    assert get_redis().keys("throttle:*") == throttled
 
     health = Client().get("/healthz").json()
     assert health["warm_up"]["status"] == "done"
@@ -85,3 +92,31 @@ def test_the_rounds_ask_questions_naming_the_projects_own_documents_only(
     assert questions[3] == WARM_UP_QUERY  # too few documents: the same questions again, in turn
     assert not any("Grace" in q for q in questions)  # another project's titles never
     assert warm_questions(tenant_b.project.id, 2) == [WARM_UP_QUERY, "What does Grace say?"]
+
+
+def test_a_warm_up_request_is_held_to_its_projects_read_scope(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    ingest_now(
+        tenant_a.project.id, [DocumentInput(title="Ada", text="Ada Lovelace wrote the first program.")]
+    )
+    ingest_now(tenant_b.project.id, [DocumentInput(title="Grace", text="Grace Hopper built the compiler.")])
+    own = reverse("search", kwargs={"project_id": tenant_a.project.id})
+    assert api_post(own, {"query": "Who wrote the first program?"}, project_id=tenant_a.project.id) == 200
+
+    # another project's search answers 404 as it does to a key of project a
+    other = reverse("search", kwargs={"project_id": tenant_b.project.id})
+    with pytest.raises(WarmUpRequestFailed, match="answered 404"):
+        api_post(other, {"query": "Who built the compiler?"}, project_id=tenant_a.project.id)
+    with pytest.raises(WarmUpRequestFailed, match="answered 404"):
+        api_post(
+            reverse("retrieve"),
+            {"query": "compiler", "project_id": tenant_b.project.id},
+            project_id=tenant_a.project.id,
+        )
+
+    # a write is refused (read scope) and nothing is stored
+    memories = graph.read("MATCH (m:Memory) RETURN count(m) AS n")[0]["n"]
+    store = reverse("memory-store", kwargs={"project_id": tenant_a.project.id})
+    body = {"scope": {"user_id": "u"}, "messages": [{"role": "user", "content": "I like tea."}]}
+    with pytest.raises(WarmUpRequestFailed, match="answered 403"):
+        api_post(store, body, project_id=tenant_a.project.id)
+    assert graph.read("MATCH (m:Memory) RETURN count(m) AS n")[0]["n"] == memories
