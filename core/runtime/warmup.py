@@ -170,8 +170,10 @@ def _run_step(step: WarmUpStep, project_id: str, asked: list[tuple[str, list[flo
         try:
             step(project_id, question, vector)
         except Exception as exc:  # a warm-up step never stops the server; the real query reports it
-            # an outage (a PlatformError) is one line, as the requests it fails log it; a bug is traced
-            logger.warning("warm-up step failed: %s", exc, exc_info=not isinstance(exc, PlatformError))
+            # an outage (a PlatformError) or an error answer (the view logged its own) is one line, as
+            # the requests it fails log it; a bug of the warm-up itself is traced
+            traced = not isinstance(exc, PlatformError | WarmUpRequestFailed)
+            logger.warning("warm-up step failed: %s", exc, exc_info=traced)
             return {"error": f"{exc.__class__.__name__}: {str(exc)[:200]}"}
         took.append(_ms(clock))
     return {"first_ms": took[0], "last_ms": took[-1]}
