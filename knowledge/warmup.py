@@ -16,7 +16,7 @@ def titled_questions(project_id: str, count: int) -> list[str]:
     return [f"What does {row['title']} say?" for row in rows]
 
 
-def chunks_read(project_id: str, _query: str, _vector: list[float]) -> None:
+def chunks_read(project_id: str, _query: str) -> None:
     graph.read(cypher.WARM_UP_CHUNKS_READ, project_id=project_id, limit=settings.WARM_UP_CHUNKS)
 
 

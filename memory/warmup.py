@@ -14,7 +14,7 @@ ANY_USER = (
 )
 
 
-def _memory_search(project_id: str, query: str, _vector: list[float]) -> None:
+def _memory_search(project_id: str, query: str) -> None:
     rows = graph.read(ANY_USER, project_id=project_id)
     user_id = rows[0]["u"] if rows else "warm-up"
     path = reverse("memory-search", kwargs={"project_id": project_id})

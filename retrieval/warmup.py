@@ -12,14 +12,14 @@ from retrieval.retrievers import RETRIEVERS
 
 
 def _search(mode: str) -> WarmUpStep:
-    def step(project_id: str, query: str, _vector: list[float]) -> None:
+    def step(project_id: str, query: str) -> None:
         path = reverse("search", kwargs={"project_id": project_id})
         api_post(path, {"query": query, "mode": mode}, project_id=project_id)
 
     return step
 
 
-def _drift(project_id: str, query: str, _vector: list[float]) -> None:
+def _drift(project_id: str, query: str) -> None:
     if not llm_configured():
         api_post(reverse("retrieve"), {"query": query, "project_id": project_id}, project_id=project_id)
 

@@ -40,8 +40,8 @@ logger = logging.getLogger(__name__)
 
 WARM_UP_QUERY = "What is this collection about?"
 
-# a step runs its queries for (project id, the query, its embedding)
-WarmUpStep = Callable[[str, str, list[float]], None]
+# a step runs its queries for (project id, the question); its API call embeds the question
+WarmUpStep = Callable[[str, str], None]
 # a question source gives up to `count` questions about a project: (project id, count) -> questions
 QuestionSource = Callable[[str, int], list[str]]
 _steps: dict[str, tuple[WarmUpStep, bool]] = {}
@@ -152,10 +152,10 @@ def warm_up(*, rounds: int) -> WarmUpState:
         if project_id is not None:
             clock = time.perf_counter()
             questions = warm_questions(project_id, rounds)
-            asked = [(q, get_embedder().embed_one(q)) for q in questions]
+            get_embedder().embed_one(questions[0])  # the steps' API calls embed each question again
             state.steps["embedding"] = {"first_ms": _ms(clock), "questions": len(set(questions))}
             for name, (step, once) in _steps.items():
-                state.steps[name] = _run_step(step, project_id, asked[:1] if once else asked)
+                state.steps[name] = _run_step(step, project_id, questions[:1] if once else questions)
     finally:
         state.took_ms = _ms(started)
         state.status = "done"
@@ -163,12 +163,12 @@ def warm_up(*, rounds: int) -> WarmUpState:
     return state
 
 
-def _run_step(step: WarmUpStep, project_id: str, asked: list[tuple[str, list[float]]]) -> dict[str, Any]:
+def _run_step(step: WarmUpStep, project_id: str, questions: list[str]) -> dict[str, Any]:
     took: list[float] = []
-    for question, vector in asked:
+    for question in questions:
         clock = time.perf_counter()
         try:
-            step(project_id, question, vector)
+            step(project_id, question)
         except Exception as exc:  # a warm-up step never stops the server; the real query reports it
             # an outage (a PlatformError) or an error answer (the view logged its own) is one line, as
             # the requests it fails log it; a bug of the warm-up itself is traced
