@@ -101,7 +101,12 @@ def unavailable_dependency(exc: BaseException) -> DependencyUnavailable | None:
     """Map a driver/client connection error to DependencyUnavailable, else None."""
     if isinstance(exc, DependencyUnavailable):
         return exc
-    if isinstance(exc, neo4j.exceptions.ServiceUnavailable | neo4j.exceptions.SessionExpired):
+    if isinstance(
+        exc,
+        neo4j.exceptions.ServiceUnavailable
+        | neo4j.exceptions.SessionExpired
+        | neo4j.exceptions.DatabaseUnavailable,  # the server is up, its database is stopping or starting
+    ):
         return DependencyUnavailable("neo4j", str(exc))
     if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
         return DependencyUnavailable("redis", str(exc))
