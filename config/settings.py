@@ -384,9 +384,12 @@ EMBEDDINGS_SMALL_BATCH_TEXTS = env.int("EMBEDDINGS_SMALL_BATCH_TEXTS", default=8
 # embedder, then runs each hot query (search modes, DRIFT without an LLM, a memory search)
 # WARM_UP_ROUNDS times against the project ingested last (each round another question: a generic
 # one, then ones naming its documents), so its first query is as fast as the tenth; it first reads up
-# to WARM_UP_CHUNKS of that project's chunks (text and document) into Neo4j's page cache
+# to WARM_UP_CHUNKS of that project's chunks (text and document) into Neo4j's page cache. More than 10:
+# Neo4j compiles a query's expressions to bytecode on its 11th run (its internal setting
+# internal.cypher.expression_recompilation_limit, 10), and that run takes 10-20 ms more; a query the
+# warm-up ran only 10 times left that recompilation to the first real request (docs/operations.md)
 EMBEDDINGS_WARM_AT_START = env.bool("EMBEDDINGS_WARM_AT_START", default=True)
-WARM_UP_ROUNDS = env.int("WARM_UP_ROUNDS", default=10)
+WARM_UP_ROUNDS = env.int("WARM_UP_ROUNDS", default=12)
 WARM_UP_CHUNKS = env.int("WARM_UP_CHUNKS", default=20_000)
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="") or LLM_API_KEY
 EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="") or LLM_BASE_URL
