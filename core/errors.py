@@ -97,16 +97,20 @@ _DRF_CODES: list[tuple[type[drf.APIException], int, str]] = [
 ]
 
 
+# The driver's errors that mean Neo4j cannot answer right now (not a bad query): unreachable, a lost
+# connection, or a server whose database is stopping or starting. core.graph adds socket errors.
+NEO4J_UNAVAILABLE: tuple[type[Exception], ...] = (
+    neo4j.exceptions.ServiceUnavailable,
+    neo4j.exceptions.SessionExpired,
+    neo4j.exceptions.DatabaseUnavailable,
+)
+
+
 def unavailable_dependency(exc: BaseException) -> DependencyUnavailable | None:
     """Map a driver/client connection error to DependencyUnavailable, else None."""
     if isinstance(exc, DependencyUnavailable):
         return exc
-    if isinstance(
-        exc,
-        neo4j.exceptions.ServiceUnavailable
-        | neo4j.exceptions.SessionExpired
-        | neo4j.exceptions.DatabaseUnavailable,  # the server is up, its database is stopping or starting
-    ):
+    if isinstance(exc, NEO4J_UNAVAILABLE):
         return DependencyUnavailable("neo4j", str(exc))
     if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
         return DependencyUnavailable("redis", str(exc))

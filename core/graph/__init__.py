@@ -17,16 +17,10 @@ from typing import Any, TypeVar
 import neo4j
 from django.conf import settings
 from neo4j import Driver, GraphDatabase, ManagedTransaction, RoutingControl
-from neo4j.exceptions import (
-    DatabaseUnavailable,
-    DriverError,
-    Neo4jError,
-    ServiceUnavailable,
-    SessionExpired,
-)
+from neo4j.exceptions import DriverError, Neo4jError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
 
-from core.errors import DependencyUnavailable
+from core.errors import NEO4J_UNAVAILABLE, DependencyUnavailable
 from core.metrics import neo4j_timed
 
 T = TypeVar("T")
@@ -36,13 +30,7 @@ _driver: Driver | None = None
 _driver_pid: int | None = None
 
 # Errors that mean "the database is not reachable right now", as opposed to a bad query.
-UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
-    ServiceUnavailable,
-    DatabaseUnavailable,  # the server answers, its database does not (it is stopping or starting)
-    SessionExpired,
-    ConnectionError,
-    OSError,
-)
+UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (*NEO4J_UNAVAILABLE, ConnectionError, OSError)
 
 
 class Vector(list[float]):

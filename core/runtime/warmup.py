@@ -152,7 +152,7 @@ def warm_up(*, rounds: int) -> WarmUpState:
         if project_id is not None:
             clock = time.perf_counter()
             questions = warm_questions(project_id, rounds)
-            get_embedder().embed_one(questions[0])  # the steps' API calls embed each question again
+            get_embedder().embed_one(questions[0])  # the load figure; each step's API call embeds its own
             state.steps["embedding"] = {"first_ms": _ms(clock), "questions": len(set(questions))}
             for name, (step, once) in _steps.items():
                 state.steps[name] = _run_step(step, project_id, questions[:1] if once else questions)
