@@ -2,7 +2,7 @@
 project, against the whole platform (`platform/run.py`).
 
 The project is bulk-written the shape ingestion leaves (bench/portability_loader.py `load`: 1,000
-documents of 100 chunks with 384-dim unit vectors, 5,000 entities, HAS_CHUNK, NEXT_CHUNK,
+documents of 100 chunks with 384-dim unit vectors of float32 values, 5,000 entities, HAS_CHUNK, NEXT_CHUNK,
 HAS_ENTITY and RELATED). Each step runs in its own `manage.py shell` process beside the running
 platform, its resident memory sampled every 20 ms:
 

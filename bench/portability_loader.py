@@ -5,9 +5,9 @@
         python manage.py shell -c "from bench.portability_loader import main; main()"
 
 `load` bulk-writes a knowledge project the shape ingestion leaves (documents, chunks with the
-project's chunk label, 384-dim unit vectors, entities, HAS_CHUNK, NEXT_CHUNK, HAS_ENTITY, RELATED);
-not measured. `export`, `read` (the floor: the same streaming reads, nothing written), `import` and
-`erase` time only their own work and print it.
+project's chunk label, 384-dim unit vectors of float32 values as both embedders give, entities,
+HAS_CHUNK, NEXT_CHUNK, HAS_ENTITY, RELATED); not measured. `export`, `read` (the floor: the same
+streaming reads, nothing written), `import` and `erase` time only their own work and print it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,18 @@ import random
 import tempfile
 import time
 import uuid
+from array import array
 from typing import Any
 
 from bench.curation_loader import _text, _unit
 
 DOC_BATCH = 20
+
+
+def _float32(vector: list[float]) -> list[float]:
+    """The vector as the embedders store it: each value a float32 (MiniLM's output; the OpenAI client
+    decodes the API's base64 as float32), held as a double."""
+    return array("f", vector).tolist()
 
 
 def _docs(rng: random.Random, project_id: str, n_docs: int, chunks: int, dims: int) -> list[dict[str, Any]]:
@@ -31,7 +38,12 @@ def _docs(rng: random.Random, project_id: str, n_docs: int, chunks: int, dims: i
             "id": str(uuid.uuid4()),
             "title": f"document {rng.randrange(10**9)}",
             "chunks": [
-                {"id": str(uuid.uuid4()), "index": i, "text": _text(rng, 60), "embedding": _unit(rng, dims)}
+                {
+                    "id": str(uuid.uuid4()),
+                    "index": i,
+                    "text": _text(rng, 60),
+                    "embedding": _float32(_unit(rng, dims)),
+                }
                 for i in range(chunks)
             ],
         }

@@ -18,7 +18,7 @@ from typing import IO, Any
 import orjson
 from django.conf import settings
 
-from core.graph.transfer import encode_value, node_pages, relationship_pages
+from core.graph.transfer import encode_value, node_pages, pack_props, relationship_pages
 from core.models import Project
 from portability import archive
 from portability.owners import LABELS, canonical_label
@@ -110,13 +110,13 @@ def export_ndjson(project: Project, target: IO[bytes], progress: Progress) -> di
         with paths[archive.NODES].open("wb") as handle:
             nodes = archive.MemberWriter(handle)
             for label, props in project_nodes(project.id, walk, ids):
-                nodes.write(_dumps({"label": label, "props": props}))
+                nodes.write(_dumps({"label": label, "props": pack_props(props)}))
                 if nodes.lines % 10_000 == 0:
                     progress("nodes", nodes.lines)
         with paths[archive.RELATIONSHIPS].open("wb") as handle:
             rels = archive.MemberWriter(handle)
             for row in project_relationships(project.id, walk, ids):
-                rels.write(_dumps(row))
+                rels.write(_dumps({**row, "props": pack_props(row["props"])}))
                 if rels.lines % 10_000 == 0:
                     progress("relationships", rels.lines)
         manifest = manifest_of(

@@ -1,5 +1,8 @@
 """Import: an archive (portability.archive) loaded into one project, through the apps that own its
-labels (portability.owners), in batches of PORTABILITY_BATCH rows per transaction.
+labels (portability.owners), in batches of PORTABILITY_BATCH rows per transaction. Node batches are
+written by PORTABILITY_IMPORT_THREADS threads at once (most of a node's time is Neo4j's: decoding an
+embedding parameter and inserting it into the vector index, which two transactions do on two cores);
+relationship batches one at a time, as two could lock the same nodes.
 
 All or nothing: the project is empty before (the request checks it, and a run starts by erasing what
 an interrupted run of the same job left), and any failure erases everything the run wrote before
@@ -9,8 +12,9 @@ importing project's.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
 from django.conf import settings
@@ -85,13 +89,18 @@ def erase(project_id: str) -> int:
 
 
 class _Loader:
-    """Rows gathered into batches and written through their owners."""
+    """Rows gathered into batches and written through their owners; node batches on `pool`."""
 
-    def __init__(self, source_project_id: str, project_id: str, progress: Progress) -> None:
+    def __init__(
+        self, source_project_id: str, project_id: str, progress: Progress, pool: ThreadPoolExecutor
+    ) -> None:
         self.source, self.project_id, self.progress = source_project_id, project_id, progress
         self.nodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.rels: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         self.written = {"nodes": 0, "relationships": 0}
+        self.pool, self.in_flight = pool, deque[Future[int]]()
+        # the archive is read ahead of the writes by this many batches
+        self.max_in_flight = 2 * max(1, settings.PORTABILITY_IMPORT_THREADS)
 
     def add(self, member: str, row: dict[str, Any]) -> None:
         if member == archive.NODES:
@@ -108,11 +117,28 @@ class _Loader:
     def flush_nodes(self, label: str) -> None:
         rows = self.nodes.pop(label, [])
         if rows:
-            owner = owner_of(label)
-            self.written["nodes"] += owner.import_nodes(
-                label=label, source_project_id=self.source, project_id=self.project_id, rows=rows
+            self.in_flight.append(
+                self.pool.submit(
+                    owner_of(label).import_nodes,
+                    label=label,
+                    source_project_id=self.source,
+                    project_id=self.project_id,
+                    rows=rows,
+                )
             )
-            self.progress("nodes", self.written["nodes"])
+            while len(self.in_flight) >= self.max_in_flight:
+                self._settle_oldest()
+
+    def _settle_oldest(self) -> None:
+        self.written["nodes"] += self.in_flight.popleft().result()  # a batch's failure raises here
+        self.progress("nodes", self.written["nodes"])
+
+    def nodes_done(self) -> None:
+        """Every node batch gathered so far written (before relationships can name them)."""
+        for label in list(self.nodes):
+            self.flush_nodes(label)
+        while self.in_flight:
+            self._settle_oldest()
 
     def flush_relationships(self, key: tuple[str, str, str]) -> None:
         rows = self.rels.pop(key, [])
@@ -135,8 +161,7 @@ class _Loader:
         self.progress("relationships", self.written["relationships"])
 
     def finish(self) -> None:
-        for label in list(self.nodes):
-            self.flush_nodes(label)
+        self.nodes_done()
         for key in list(self.rels):
             self.flush_relationships(key)
 
@@ -154,17 +179,18 @@ def load(source: IO[bytes], *, project_id: str, progress: Progress) -> dict[str,
     ensure_schema()  # ids unique per label, and the lookups of relationship ends by id
     erase(project_id)
     loader: _Loader | None = None
+    pool = ThreadPoolExecutor(max(1, settings.PORTABILITY_IMPORT_THREADS), thread_name_prefix="import")
     try:
         for kind, value in archive.read(source):
             if kind == "manifest":
                 manifest = value
-                loader = _Loader(str(manifest["source"].get("project_id") or ""), project_id, progress)
+                source_id = str(manifest["source"].get("project_id") or "")
+                loader = _Loader(source_id, project_id, progress, pool)
                 continue
             member, line = value
-            if member == archive.RELATIONSHIPS and loader is not None and loader.nodes:
-                for label in list(loader.nodes):
-                    loader.flush_nodes(label)
             assert loader is not None  # noqa: S101 - archive.read yields the manifest first
+            if member == archive.RELATIONSHIPS and (loader.nodes or loader.in_flight):
+                loader.nodes_done()
             loader.add(member, archive.parse_line(member, line))
         assert loader is not None  # noqa: S101
         loader.finish()
@@ -172,6 +198,9 @@ def load(source: IO[bytes], *, project_id: str, progress: Progress) -> dict[str,
         for owner in OWNERS:
             owner.after_import(project_id)
     except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)  # no batch may land after the erase
         erase(project_id)
         raise
+    finally:
+        pool.shutdown(wait=True)
     return loader.written

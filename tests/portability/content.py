@@ -86,6 +86,15 @@ def graph_counts(project_id: str) -> dict[str, int]:
     return {**nodes, **{f"-[{row['t']}]-": row["n"] for row in rels}}
 
 
+def embeddings_of(project_id: str) -> dict[str, list[float]]:
+    """Every embedding the project's nodes hold, by node id: exactly the stored doubles."""
+    rows = graph.read(
+        "MATCH (n) WHERE n.project_id = $p AND n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS e",
+        p=project_id,
+    )
+    return {row["id"]: row["e"] for row in rows}
+
+
 def answers_of(tenant: Tenant) -> dict[str, Any]:
     client = tenant.client(tenant.read_key)
     pid = tenant.project.id

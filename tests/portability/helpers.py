@@ -112,3 +112,10 @@ def stored_imports() -> list[str]:
 def member_names(body: bytes) -> list[str]:
     with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
         return tar.getnames()
+
+
+def member_rows(body: bytes, name: str) -> list[dict[str, Any]]:
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        handle = tar.extractfile(name)
+        assert handle is not None
+        return [orjson.loads(line) for line in handle]

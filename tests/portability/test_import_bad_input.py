@@ -12,6 +12,7 @@ import pytest
 
 from core import graph
 from core.models import Job, Project
+from portability import archive
 from tests.conftest import Tenant
 from tests.portability.helpers import (
     hand_archive,
@@ -62,7 +63,7 @@ def test_an_archive_of_a_newer_schema_is_refused(tenant_a: Tenant) -> None:
     error = _refused(
         tenant_a, hand_archive(memory_rows(2), schema_version=99), 400, "unsupported_schema_version"
     )
-    assert error["details"] == {"schema_version": 99, "supported": 1}
+    assert error["details"] == {"schema_version": 99, "supported": archive.SCHEMA_VERSION}
 
 
 def test_malformed_contents_are_refused(tenant_a: Tenant) -> None:

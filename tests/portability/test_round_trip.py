@@ -14,8 +14,8 @@ from core.models import Job
 from portability import importer
 from tests.conftest import Tenant, make_tenant
 from tests.knowledge.helpers import wait_job
-from tests.portability.content import answers_of, fill, graph_counts, tenant_of
-from tests.portability.helpers import member_names, stored_imports, upload
+from tests.portability.content import answers_of, embeddings_of, fill, graph_counts, tenant_of
+from tests.portability.helpers import member_names, member_rows, stored_imports, upload
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_graph")]
 
@@ -42,6 +42,7 @@ def test_a_project_exported_and_imported_answers_the_same() -> None:
     source = make_tenant("source")
     fill(source)
     before, answers = graph_counts(source.project.id), answers_of(source)
+    embeddings = embeddings_of(source.project.id)
     assert (
         before["Chunk"] >= 4
         and before["Memory"] == 3
@@ -51,6 +52,8 @@ def test_a_project_exported_and_imported_answers_the_same() -> None:
     assert all(answers.values())
     body = _export(source)
     assert member_names(body) == ["manifest.json", "nodes.ndjson", "relationships.ndjson"]
+    chunk_line = next(row for row in member_rows(body, "nodes.ndjson") if row["label"] == "Chunk")
+    assert chunk_line["props"]["embedding"]["$t"] == "f32"  # packed: the embedder's float32 values
 
     # beside its source, every id is taken: refused whole
     response = upload(source.client(source.admin_key), body)
@@ -69,6 +72,7 @@ def test_a_project_exported_and_imported_answers_the_same() -> None:
     assert graph_counts(target.project.id) == before
     assert job.counts["nodes"] == sum(v for k, v in before.items() if "-" not in k)
     assert answers_of(target) == answers
+    assert embeddings_of(target.project.id) == embeddings and len(embeddings) >= before["Chunk"]
     assert stored_imports() == uploads  # the upload is dropped once imported
 
 
