@@ -123,9 +123,10 @@ def decode_props(props: dict[str, Any]) -> dict[str, Any]:
 
 def _stream(query: str, params: dict[str, Any], batch: int) -> Iterator[list[dict[str, Any]]]:
     """Rows of one read transaction, `batch` at a time. The server streams the whole result at once
-    (fetch_size -1: no pause for a pull every 1,000 rows, 7-40 % faster) and the driver reads it off
-    the socket as we go, TCP's flow control holding the rest on the server, so memory holds one
-    batch, whatever the size of the result (bench/portability.py measures the peak)."""
+    (fetch_size -1, no pause for a pull every 1,000 rows: a 100,000-chunk project's reads went from
+    6,166 to 9,464 nodes/s) and the driver reads it off the socket as we go, TCP's flow control
+    holding the rest on the server, so memory holds one batch whatever the size of the result
+    (bench/portability.py measures the export's peak)."""
     with (
         graph.translate_errors(),
         graph.get_driver().session(
