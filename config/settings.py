@@ -171,9 +171,8 @@ PORTABILITY_QUEUE = env.str("PORTABILITY_QUEUE", default="celery")  # Celery que
 PORTABILITY_BATCH = env.int("PORTABILITY_BATCH", default=1000)  # rows read or written per transaction
 # node batches an import writes at once (Neo4j decodes and indexes each batch's embeddings on a core)
 PORTABILITY_IMPORT_THREADS = env.int("PORTABILITY_IMPORT_THREADS", default=2)
-PORTABILITY_COMPRESS_LEVEL = env.int(
-    "PORTABILITY_COMPRESS_LEVEL", default=1
-)  # ISA-L gzip level of archives (0-3)
+# ISA-L gzip level of export archives (0-3; a higher value means 3)
+PORTABILITY_COMPRESS_LEVEL = env.int("PORTABILITY_COMPRESS_LEVEL", default=1)
 # The largest archive POST /projects:import accepts (other requests keep API_MAX_BODY_BYTES).
 PORTABILITY_IMPORT_MAX_BYTES = env.int("PORTABILITY_IMPORT_MAX_BYTES", default=4 * 1024**3)
 # How long an import waits for the project's fulltext index to come online before it finishes.

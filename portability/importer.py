@@ -92,15 +92,19 @@ class _Loader:
     """Rows gathered into batches and written through their owners; node batches on `pool`."""
 
     def __init__(
-        self, source_project_id: str, project_id: str, progress: Progress, pool: ThreadPoolExecutor
+        self,
+        source_project_id: str,
+        project_id: str,
+        progress: Progress,
+        pool: ThreadPoolExecutor,
+        read_ahead: int,
     ) -> None:
         self.source, self.project_id, self.progress = source_project_id, project_id, progress
         self.nodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.rels: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         self.written = {"nodes": 0, "relationships": 0}
         self.pool, self.in_flight = pool, deque[Future[int]]()
-        # the archive is read ahead of the writes by this many batches
-        self.max_in_flight = 2 * max(1, settings.PORTABILITY_IMPORT_THREADS)
+        self.max_in_flight = read_ahead  # node batches read from the archive ahead of the writes
 
     def add(self, member: str, row: dict[str, Any]) -> None:
         if member == archive.NODES:
@@ -179,13 +183,14 @@ def load(source: IO[bytes], *, project_id: str, progress: Progress) -> dict[str,
     ensure_schema()  # ids unique per label, and the lookups of relationship ends by id
     erase(project_id)
     loader: _Loader | None = None
-    pool = ThreadPoolExecutor(max(1, settings.PORTABILITY_IMPORT_THREADS), thread_name_prefix="import")
+    threads = max(1, settings.PORTABILITY_IMPORT_THREADS)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="import")
     try:
         for kind, value in archive.read(source):
             if kind == "manifest":
                 manifest = value
                 source_id = str(manifest["source"].get("project_id") or "")
-                loader = _Loader(source_id, project_id, progress, pool)
+                loader = _Loader(source_id, project_id, progress, pool, read_ahead=2 * threads)
                 continue
             member, line = value
             assert loader is not None  # noqa: S101 - archive.read yields the manifest first
