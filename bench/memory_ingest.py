@@ -6,15 +6,21 @@ default processing job per store. Two ways, each into its own project of one pla
 - embedding in the request (the default): the store answers 201 once the lines are embedded;
 - `embed_in_worker`: the store answers 202 at once and the worker's processing job embeds the lines.
 For each: how fast the API answered every store, and how fast everything was done (every processing
-job succeeded: embeddings, facts, preferences, mentions, summaries). The floor is the local embedder
-embedding the same 10,000 lines alone, in this process, with nothing else running.
+job succeeded: embeddings, facts, preferences, mentions, summaries). With `embed_in_worker`, also how
+fast every message was embedded (the issue's target: "finish embedding at >= 300 messages/s"): from
+the first store to the last embedding written, read from the jobs (start + `embed_sec` of each job
+that embedded something; a job also embeds the stores queued behind it, memory/embedding.py). The
+floor is the platform's local embedder embedding the same 10,000 lines alone, in this process, with
+nothing else running; sentence-transformers on PyTorch beside it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +29,7 @@ from bench.conversations import _Client
 from bench.locomo import conversations, session_messages
 from bench.memory import _platform
 from bench.rows import row
+from core.embeddings.local import onnx_encoder
 from memory import text as message_text
 
 TURNS = 10_000
@@ -48,7 +55,7 @@ def _requests() -> list[tuple[dict[str, str], list[dict[str, Any]]]]:
 
 
 def _store_all(client: _Client, requests: list[Any], *, in_worker: bool) -> dict[str, float]:
-    started = time.perf_counter()
+    started, wall = time.perf_counter(), time.time()
     jobs = []
     for scope, messages in requests:
         body = {"messages": messages, "scope": scope, "embed_in_worker": in_worker}
@@ -59,15 +66,36 @@ def _store_all(client: _Client, requests: list[Any], *, in_worker: bool) -> dict
     for job_id in jobs:
         client.wait(job_id, poll=0.2)
     done = time.perf_counter() - started
-    return {
+    out = {
         "api_msg_s": round(TURNS / answered, 1),
         "done_msg_s": round(TURNS / done, 1),
         "answered_s": round(answered, 1),
         "done_s": round(done, 1),
     }
+    if in_worker:
+        embedded = _embedded_at(client, jobs) - wall
+        out |= {"embedded_msg_s": round(TURNS / embedded, 1), "embedded_s": round(embedded, 1)}
+    return out
 
 
-def _embedding_alone(requests: list[Any]) -> float:
+def _embedded_at(client: _Client, job_ids: list[str]) -> float:
+    """When the last message got its embedding (the server's clock, this machine's): the latest
+    start + `embed_sec` of the jobs that embedded something. They must have embedded every turn."""
+    last, total = 0.0, 0
+    for job_id in job_ids:
+        job = client.http.get(f"/api/v1/jobs/{job_id}").json()
+        if job["counts"].get("embedded"):
+            total += job["counts"]["embedded"]
+            started = datetime.fromisoformat(job["started_at"]).timestamp()
+            last = max(last, started + job["timings"]["embed_sec"])
+    if total != TURNS:
+        raise RuntimeError(f"the jobs embedded {total} messages, not {TURNS}")
+    return last
+
+
+def _embedding_alone(requests: list[Any]) -> dict[str, float]:
+    """The same lines embedded in this process with nothing else running, on every core: the
+    platform's local embedder (ONNX Runtime) and sentence-transformers on PyTorch beside it."""
     lines = [
         message_text.line(
             text=m["text"], role=m["role"], author_name=m["author_name"], timestamp=m["timestamp"]
@@ -75,11 +103,19 @@ def _embedding_alone(requests: list[Any]) -> float:
         for _scope, messages in requests
         for m in messages
     ]
+    cores = len(os.sched_getaffinity(0))
+    with tempfile.TemporaryDirectory(prefix="kp-bench-onnx-") as models:
+        platform = onnx_encoder(Path(models))
+        platform.encode(lines[:64], batch_size=64, threads=cores)  # loaded and warm
+        started = time.perf_counter()
+        platform.encode(lines, batch_size=64, threads=cores)
+        onnx_s = time.perf_counter() - started
     model = encoder()
-    model.encode(lines[:64], batch_size=64, show_progress_bar=False)  # loaded and warm
+    model.encode(lines[:64], batch_size=64, show_progress_bar=False)
     started = time.perf_counter()
     model.encode(lines, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
-    return round(len(lines) / (time.perf_counter() - started), 1)
+    torch_s = time.perf_counter() - started
+    return {"onnx": round(len(lines) / onnx_s, 1), "torch": round(len(lines) / torch_s, 1)}
 
 
 def run() -> dict[str, Any]:
@@ -103,8 +139,26 @@ def run() -> dict[str, Any]:
 
 
 def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
-    floor = ("the local embedder alone on the same 10,000 lines, in process", f["embedding_alone_msg_s"])
-    out = []
+    alone = f["embedding_alone_msg_s"]
+    floor = (
+        "the platform's local embedder (ONNX Runtime) alone on the same lines, in process",
+        alone["onnx"],
+    )
+    out = [
+        row(
+            "the local embedder alone on the 10,000 lines, in process, every core: ONNX Runtime",
+            alone["onnx"],
+            "msg/s",
+            peer=("sentence-transformers on PyTorch (the runtime before), same run", alone["torch"]),
+        ),
+        row(
+            "10,000 locomo-dev turns stored, embed_in_worker (202 at once): every message embedded",
+            f["in_worker"]["embedded_msg_s"],
+            "msg/s",
+            floor=floor,
+            target=(">=", TARGET),
+        ),
+    ]
     for name, label in (
         ("in_worker", "embed_in_worker (202 at once)"),
         ("in_request", "embedded in the request (201)"),
@@ -119,7 +173,6 @@ def _rows(f: dict[str, Any]) -> list[dict[str, Any]]:
                 got["done_msg_s"],
                 "msg/s",
                 floor=floor,
-                target=(">=", TARGET) if name == "in_worker" else None,
             )
         )
     return out

@@ -379,8 +379,20 @@ EMBEDDINGS_DIMENSIONS = env.int(
     "EMBEDDINGS_DIMENSIONS", default=384 if EMBEDDINGS_PROVIDER == "local" else 1536
 )
 EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=64)
-# PyTorch threads of the local embedder in a worker pool process; 0 = cores / CELERY_WORKER_CONCURRENCY
-EMBEDDINGS_TORCH_THREADS = env.int("EMBEDDINGS_TORCH_THREADS", default=0)
+# The local model's runtime: "onnx" (ONNX Runtime, about twice as fast, no PyTorch once exported) or
+# "torch" (sentence-transformers on PyTorch); the same vectors within 1e-5 (core/embeddings/onnx.py)
+EMBEDDINGS_LOCAL_RUNTIME = env.str("EMBEDDINGS_LOCAL_RUNTIME", default="onnx")
+if EMBEDDINGS_LOCAL_RUNTIME not in ("onnx", "torch"):
+    raise ImproperlyConfigured(
+        f"EMBEDDINGS_LOCAL_RUNTIME must be onnx or torch, not {EMBEDDINGS_LOCAL_RUNTIME!r}"
+    )
+# Where the local model's ONNX export is written on first use and found by every later process: beside
+# the virtualenvs `make` keeps, shared by installs (the file's name carries the model package's version)
+EMBEDDINGS_MODEL_DIR = Path(
+    env.str("EMBEDDINGS_MODEL_DIR", default=str(Path.home() / ".cache" / "knowledge-platform" / "models"))
+).resolve()
+# Threads of the local embedder in a worker pool process; 0 = cores / CELERY_WORKER_CONCURRENCY
+EMBEDDINGS_LOCAL_THREADS = env.int("EMBEDDINGS_LOCAL_THREADS", default=0)
 # Local embedder: a batch of at most this many texts (a query, DRIFT's follow-ups) runs on one thread
 EMBEDDINGS_SMALL_BATCH_TEXTS = env.int("EMBEDDINGS_SMALL_BATCH_TEXTS", default=8)
 # The ASGI app warms up on a background thread as it starts (core/runtime/warmup.py): it loads the
@@ -522,6 +534,11 @@ MEMORY_GRAPH_MAX_SHARE = env.float(
 )  # a scope with more distinct authors than this is not speaker-aware
 # Stores leave embedding to their processing job and answer 202 at once (a request's embed_in_worker wins)
 MEMORY_EMBED_IN_WORKER = env.bool("MEMORY_EMBED_IN_WORKER", default=False)
+# A processing job embeds its store's messages and those of the project's stores queued behind it, up
+# to this many messages in all (memory/embedding.py); a queued job's messages are taken by one job only,
+# for MEMORY_EMBED_CLAIM_SEC (after that, if still without embeddings, another job may take them)
+MEMORY_EMBED_BATCH = env.int("MEMORY_EMBED_BATCH", default=256)
+MEMORY_EMBED_CLAIM_SEC = env.int("MEMORY_EMBED_CLAIM_SEC", default=600)
 MEMORY_MAX_MESSAGES_PER_REQUEST = env.int("MEMORY_MAX_MESSAGES_PER_REQUEST", default=1000)  # more: 413
 MEMORY_MAX_MESSAGE_CHARS = env.int("MEMORY_MAX_MESSAGE_CHARS", default=32_000)  # longer text: 413
 # Conversation-aware search (POST /search with `conversation`): how many of each source are fused, and

@@ -37,6 +37,7 @@ from core.text.pii import anonymise
 from knowledge.pipeline.chunking import count_tokens
 from knowledge.selectors import entities_named, references_resolve
 from memory import cypher, extraction
+from memory import embedding as memory_embedding
 from memory import metadata as message_metadata
 from memory import nodes as memory_nodes
 from memory import text as message_text
@@ -238,7 +239,9 @@ def _store_and_queue(plan: StorePlan) -> StoreResult:
     try:
         with transaction.atomic():
             job_id = memories_queue_processing(
-                plan.project_id, [*plan.process_with, *(row["id"] for row in plan.rows)]
+                plan.project_id,
+                [*plan.process_with, *(row["id"] for row in plan.rows)],
+                embedding_pending=plan.embedding_pending,
             )
             written = writing.result()
     except BaseException:
@@ -430,7 +433,9 @@ def memories_store_finish(plan: StorePlan, written: dict[str, Any] | None) -> St
     job_id = None
     if written is not None and plan.queues:
         job_id = memories_queue_processing(
-            plan.project_id, [*plan.process_with, *(s["id"] for s in written["stored"])]
+            plan.project_id,
+            [*plan.process_with, *(s["id"] for s in written["stored"])],
+            embedding_pending=plan.embedding_pending,
         )
     return _result(plan, written, job_id)
 
@@ -545,14 +550,20 @@ def _store_rows(
     )[0]
 
 
-def memories_queue_processing(project_id: str, memory_ids: list[str]) -> str:
-    """Queue the processing job of these stored messages (after the transaction commits); its id."""
+def memories_queue_processing(
+    project_id: str, memory_ids: list[str], *, embedding_pending: bool = False
+) -> str:
+    """Queue the processing job of these stored messages (after the transaction commits); its id.
+    `embedding_pending`: they were stored without embeddings (another job may embed them early)."""
+    inputs: dict[str, Any] = {"memory_ids": memory_ids}
+    if embedding_pending:
+        inputs[memory_embedding.PENDING] = True
     job = job_submit(
         project_id=project_id,
-        kind="memory_process",
+        kind=memory_embedding.KIND,
         task="memory.tasks.memory_process",
         queue=settings.MEMORY_QUEUE,
-        inputs={"memory_ids": memory_ids},
+        inputs=inputs,
         counts={"memories": len(memory_ids)},
     )
     return job.id
@@ -884,10 +895,16 @@ def memories_process(*, job: Job) -> JobOutcome:
     """The job after a store: derive, link, and summarise conversations past the threshold."""
     memory_ids = list(job.inputs.get("memory_ids", []))
     started = time.perf_counter()
-    embedded = memories_embed_pending(project_id=job.project_id, memory_ids=memory_ids)
+    # its own messages still without embeddings, and those of the stores queued behind it
+    taken = memory_embedding.claim_queued(
+        project_id=job.project_id, job_id=job.id, room=settings.MEMORY_EMBED_BATCH - len(memory_ids)
+    )
+    embedded = memories_embed_pending(project_id=job.project_id, memory_ids=[*memory_ids, *taken])
+    embedded_sec = time.perf_counter() - started
     _progress(job, "extracting", 10, f"Extracting facts and preferences from {len(memory_ids)} message(s)")
     counts = memories_derive(project_id=job.project_id, memory_ids=memory_ids)
-    counts["embedded"] = embedded
+    counts["embedded"] = embedded  # its own and those of the queued stores it took
+    counts["taken"] = len(taken)
     _progress(
         job,
         "summarizing",
@@ -912,7 +929,7 @@ def memories_process(*, job: Job) -> JobOutcome:
     return JobOutcome(
         counts=counts,
         summary=f"Processed {len(memory_ids)} message(s); {summaries} summary(ies) written",
-        timings={"total_sec": round(time.perf_counter() - started, 3)},
+        timings={"embed_sec": round(embedded_sec, 3), "total_sec": round(time.perf_counter() - started, 3)},
     )
 
 

