@@ -379,7 +379,7 @@ EMBEDDINGS_DIMENSIONS = env.int(
     "EMBEDDINGS_DIMENSIONS", default=384 if EMBEDDINGS_PROVIDER == "local" else 1536
 )
 EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=64)
-# The local model's runtime: "onnx" (ONNX Runtime, about twice as fast, no PyTorch once exported) or
+# The local model's runtime: "onnx" (ONNX Runtime, ~1.25x as fast here, no PyTorch once exported) or
 # "torch" (sentence-transformers on PyTorch); the same vectors within 1e-5 (core/embeddings/onnx.py)
 EMBEDDINGS_LOCAL_RUNTIME = env.str("EMBEDDINGS_LOCAL_RUNTIME", default="onnx")
 if EMBEDDINGS_LOCAL_RUNTIME not in ("onnx", "torch"):

@@ -1,8 +1,8 @@
 """The local model run by ONNX Runtime instead of PyTorch (EMBEDDINGS_LOCAL_RUNTIME=onnx, the default).
 
-The same weights give the same vectors (within 1e-5; `export` refuses a file that does not) about
-twice as fast on this project's machines (docs/decisions.md, "Local embeddings on ONNX Runtime"), and
-a process that finds the exported file never imports PyTorch.
+The same weights give the same vectors (within 1e-5; `ensure` keeps no file that does not), about
+1.25x as fast on this project's 2-core machines (docs/decisions.md, "Local embeddings on ONNX
+Runtime"), and a process that finds the exported file never imports PyTorch.
 
 The model's package ships PyTorch weights only. The first process that needs the ONNX file exports
 it once, into EMBEDDINGS_MODEL_DIR under a name that carries the package's version and this module's
