@@ -75,6 +75,7 @@ def ensure(source: Path, target: Path, max_seq_length: int) -> Path:
         os.close(handle)
         try:
             _export(source, Path(temporary), max_seq_length)
+            os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide it from other users of a shared directory
             os.replace(temporary, target)
         finally:
             Path(temporary).unlink(missing_ok=True)

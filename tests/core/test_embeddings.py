@@ -233,6 +233,7 @@ def test_the_onnx_export_is_written_once_then_found(settings, tmp_path) -> None:
     written = list(tmp_path.glob("*.onnx"))
     assert [p.name for p in written] == [f"all-MiniLM-L6-v2-0.1.0-onnx{onnx.EXPORT_VERSION}.onnx"]
     assert not list(tmp_path.glob("*.part"))  # nothing half written is left
+    assert written[0].stat().st_mode & 0o777 == 0o644  # readable by every user of the directory
     stamp = written[0].stat().st_mtime_ns
     second = make_embedder(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
     texts = _texts(4)[:6]
