@@ -16,7 +16,6 @@ nothing else running; sentence-transformers on PyTorch beside it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -29,7 +28,7 @@ from bench.conversations import _Client
 from bench.locomo import conversations, session_messages
 from bench.memory import _platform
 from bench.rows import row
-from core.embeddings.local import onnx_encoder
+from core.embeddings.local import cores, onnx_encoder
 from memory import text as message_text
 
 TURNS = 10_000
@@ -103,12 +102,11 @@ def _embedding_alone(requests: list[Any]) -> dict[str, float]:
         for _scope, messages in requests
         for m in messages
     ]
-    cores = len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory(prefix="kp-bench-onnx-") as models:
         platform = onnx_encoder(Path(models))
-        platform.encode(lines[:64], batch_size=64, threads=cores)  # loaded and warm
+        platform.encode(lines[:64], batch_size=64, threads=cores())  # loaded and warm
         started = time.perf_counter()
-        platform.encode(lines, batch_size=64, threads=cores)
+        platform.encode(lines, batch_size=64, threads=cores())
         onnx_s = time.perf_counter() - started
     model = encoder()
     model.encode(lines[:64], batch_size=64, show_progress_bar=False)

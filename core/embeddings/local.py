@@ -39,7 +39,8 @@ _CALL_TEXTS = 2048
 _pool_threads: int | None = None
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The CPUs this process may run on (its affinity, not the whole machine)."""
     return len(os.sched_getaffinity(0)) or 1
 
 
@@ -49,7 +50,7 @@ def configure_threads() -> int:
     Applied when the model loads, so a process that never embeds never loads it."""
     global _pool_threads
     _pool_threads = settings.EMBEDDINGS_LOCAL_THREADS or max(
-        1, _cores() // max(1, settings.CELERY_WORKER_CONCURRENCY)
+        1, cores() // max(1, settings.CELERY_WORKER_CONCURRENCY)
     )
     return _pool_threads
 
@@ -100,7 +101,7 @@ class LocalEmbedder(Embedder):
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             source = model_source()
             self._window = onnx.max_seq_length(source)
-            self._threads = _pool_threads or _cores()
+            self._threads = _pool_threads or cores()
             runtime = settings.EMBEDDINGS_LOCAL_RUNTIME
             if runtime == "onnx":
                 try:
