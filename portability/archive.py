@@ -64,6 +64,14 @@ class MemberWriter:
         self.lines += 1
         self.size += len(line)
 
+    def write_block(self, block: bytes, lines: int) -> None:
+        """`lines` whole lines at once."""
+        if block:
+            self.handle.write(block)
+            self.digest.update(block)
+        self.lines += lines
+        self.size += len(block)
+
     def entry(self) -> dict[str, Any]:
         return {"sha256": self.digest.hexdigest(), "bytes": self.size, "lines": self.lines}
 

@@ -18,7 +18,14 @@ from typing import IO, Any
 import orjson
 from django.conf import settings
 
-from core.graph.transfer import encode_value, node_pages, pack_props, relationship_pages
+from core.graph.transfer import (
+    encode_value,
+    export_pages,
+    node_pages,
+    pack_props,
+    relationship_pages,
+    server_transfer,
+)
 from core.models import Project
 from portability import archive
 from portability.owners import LABELS, canonical_label
@@ -102,26 +109,54 @@ def manifest_of(project: Project, walk: Walk, files: dict[str, Any]) -> dict[str
     }
 
 
+def _walk_here(
+    project_id: str, walk: Walk, writers: dict[str, archive.MemberWriter], progress: Progress
+) -> None:
+    """The archive's lines read through Cypher and written by orjson."""
+    ids = set[str]()
+    nodes, rels = writers[archive.NODES], writers[archive.RELATIONSHIPS]
+    for label, props in project_nodes(project_id, walk, ids):
+        nodes.write(_dumps({"label": label, "props": pack_props(props)}))
+        if nodes.lines % 10_000 == 0:
+            progress("nodes", nodes.lines)
+    for row in project_relationships(project_id, walk, ids):
+        rels.write(_dumps({**row, "props": pack_props(row["props"])}))
+        if rels.lines % 10_000 == 0:
+            progress("relationships", rels.lines)
+
+
+def _walk_on_server(
+    project_id: str, walk: Walk, writers: dict[str, archive.MemberWriter], progress: Progress
+) -> None:
+    """The archive's lines written by the server (core.graph.transfer.export_pages), but for the
+    rows it leaves to orjson."""
+    for page in export_pages(project_id, list(LABELS), batch=settings.PORTABILITY_BATCH):
+        writer = writers[archive.NODES if page.member == "nodes" else archive.RELATIONSHIPS]
+        writer.write_block(page.lines, page.count)
+        for row in page.rows:
+            writer.write(_dumps(row))
+        tally = walk.nodes if page.member == "nodes" else walk.relationships
+        for key, n in page.counts.items():
+            tally[key] = tally.get(key, 0) + n
+        walk.skipped_relationships += page.skipped
+        progress(page.member, writer.lines)
+
+
 def export_ndjson(project: Project, target: IO[bytes], progress: Progress) -> dict[str, Any]:
-    """Write the project's archive to `target`; returns its manifest."""
-    walk, ids = Walk(), set[str]()
+    """Write the project's archive to `target`; returns its manifest. The server writes the lines
+    when it can (`server_transfer`), else they are read through Cypher: the same archive."""
+    walk = Walk()
     with tempfile.TemporaryDirectory(prefix="kp-export-") as scratch:
         paths = {name: Path(scratch) / name for name in archive.DATA_MEMBERS}
-        with paths[archive.NODES].open("wb") as handle:
-            nodes = archive.MemberWriter(handle)
-            for label, props in project_nodes(project.id, walk, ids):
-                nodes.write(_dumps({"label": label, "props": pack_props(props)}))
-                if nodes.lines % 10_000 == 0:
-                    progress("nodes", nodes.lines)
-        with paths[archive.RELATIONSHIPS].open("wb") as handle:
-            rels = archive.MemberWriter(handle)
-            for row in project_relationships(project.id, walk, ids):
-                rels.write(_dumps({**row, "props": pack_props(row["props"])}))
-                if rels.lines % 10_000 == 0:
-                    progress("relationships", rels.lines)
-        manifest = manifest_of(
-            project, walk, {archive.NODES: nodes.entry(), archive.RELATIONSHIPS: rels.entry()}
-        )
-        progress("archive", nodes.lines + rels.lines)
+        with paths[archive.NODES].open("wb") as nodes, paths[archive.RELATIONSHIPS].open("wb") as rels:
+            writers = {
+                archive.NODES: archive.MemberWriter(nodes),
+                archive.RELATIONSHIPS: archive.MemberWriter(rels),
+            }
+            walker = _walk_on_server if server_transfer() else _walk_here
+            walker(project.id, walk, writers, progress)
+        files = {name: writer.entry() for name, writer in writers.items()}
+        manifest = manifest_of(project, walk, files)
+        progress("archive", sum(writer.lines for writer in writers.values()))
         archive.assemble(target, manifest, paths, settings.PORTABILITY_COMPRESS_LEVEL)
     return manifest

@@ -9,7 +9,12 @@ Values are the property values Neo4j stores: strings, numbers, booleans, lists o
 values, which `encode_value` turns into `{"$t": kind, "v": iso}` for JSON and `decode_props` back.
 Long lists of floats (embeddings) whose every value is exactly a 32-bit float travel packed:
 `pack_props` turns them into `{"$t": "f32", "v": base64 of little-endian float32}`, a third of their
-JSON text and no float formatting, and `decode_props` gives back the same doubles.
+JSON text and no float formatting, and `decode_props` gives back the same doubles. When the server
+has the platform's transfer procedure and function (the embedded launcher registers them:
+platform/neo4j, TransferProcedures.java), it writes an export's lines itself, a page per record
+(`export_pages`), and unpacks an import's float lists (`create_nodes`), so neither an embedding's
+384 floats nor a record per row cross Bolt; an external server without them is read and written
+through Cypher, to the same archive.
 """
 
 from __future__ import annotations
@@ -84,13 +89,18 @@ def pack_props(props: dict[str, Any]) -> dict[str, Any]:
     return packed
 
 
-def _unpacked_floats(raw: str) -> list[float]:
+def _packed_bytes(raw: str) -> bytes:
     try:
         data = base64.b64decode(raw, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise InvalidInput("a packed float list is not base64") from exc
     if len(data) % 4:
         raise InvalidInput("a packed float list's length is not a multiple of 4 bytes")
+    return data
+
+
+def _unpacked_floats(raw: str) -> list[float]:
+    data = _packed_bytes(raw)
     single = array("f")
     single.frombytes(data)
     if sys.byteorder != "little":
@@ -98,11 +108,16 @@ def _unpacked_floats(raw: str) -> list[float]:
     return single.tolist()
 
 
-def decode_value(value: Any) -> Any:
+def decode_value(value: Any, *, keep_packed: bool = False) -> Any:
+    """The stored form of an archive value; with `keep_packed` a packed float list is checked and
+    stays packed, for the server's `kp.transfer.unpacked` to unpack."""
     if not isinstance(value, dict):
         return value
     kind, raw = value.get("$t"), value.get("v")
     if kind == "f32" and isinstance(raw, str):
+        if keep_packed:
+            _packed_bytes(raw)
+            return {"$t": "f32", "v": raw}
         return _unpacked_floats(raw)
     if kind in _TEMPORAL and isinstance(raw, str):
         try:
@@ -117,16 +132,37 @@ def decode_value(value: Any) -> Any:
     )
 
 
-def decode_props(props: dict[str, Any]) -> dict[str, Any]:
-    return {key: decode_value(value) for key, value in props.items()}
+def decode_props(props: dict[str, Any], *, keep_packed: bool = False) -> dict[str, Any]:
+    return {key: decode_value(value, keep_packed=keep_packed) for key, value in props.items()}
 
 
-def _stream(query: str, params: dict[str, Any], batch: int) -> Iterator[list[dict[str, Any]]]:
-    """Rows of one read transaction, `batch` at a time. The server streams the whole result at once
-    (fetch_size -1, no pause for a pull every 1,000 rows: a 100,000-chunk project's reads went from
-    6,166 to 9,464 nodes/s) and the driver reads it off the socket as we go, TCP's flow control
-    holding the rest on the server, so memory holds one batch whatever the size of the result
-    (bench/portability.py measures the export's peak)."""
+SERVER_EXPORT = "kp.transfer.export"
+SERVER_UNPACKED = "kp.transfer.unpacked"
+_server_transfer: dict[int, bool] = {}  # id of the driver -> whether its server has them
+
+
+def server_transfer() -> bool:
+    """Whether the server has the platform's transfer procedure and function (asked once per
+    driver): the embedded launcher registers them, an external server has them only if installed."""
+    driver = graph.get_driver()
+    known = _server_transfer.get(id(driver))
+    if known is None:
+        procedures = graph.read_column(
+            "SHOW PROCEDURES YIELD name WHERE name = $name RETURN name", "name", name=SERVER_EXPORT
+        )
+        functions = graph.read_column(
+            "SHOW FUNCTIONS YIELD name WHERE name = $name RETURN name", "name", name=SERVER_UNPACKED
+        )
+        known = _server_transfer[id(driver)] = bool(procedures) and bool(functions)
+    return known
+
+
+def _records(query: str, params: dict[str, Any]) -> Iterator[list[Any]]:
+    """The records of one read transaction, as lists of values. The server streams the whole result
+    at once (fetch_size -1, no pause for a pull every 1,000 records: a 100,000-chunk project's reads
+    went from 6,166 to 9,464 nodes/s) and the driver reads it off the socket as we go, TCP's flow
+    control holding the rest on the server, so memory holds a few records whatever the size of the
+    result (bench/portability.py measures the export's peak)."""
     with (
         graph.translate_errors(),
         graph.get_driver().session(
@@ -134,38 +170,69 @@ def _stream(query: str, params: dict[str, Any], batch: int) -> Iterator[list[dic
         ) as session,
         session.begin_transaction() as tx,
     ):
-        page: list[dict[str, Any]] = []
-        result = tx.run(query, params)
-        keys = result.keys()
-        for record in result:
-            # not record.data(): it walks every value (each float of an embedding) to convert graph
-            # types, which made reading 5,000 chunks take 3 s instead of 0.5 s
-            page.append(dict(zip(keys, record, strict=True)))
-            if len(page) >= batch:
-                yield page
-                page = []
-        if page:
+        # not record.data(): it walks every value (each float of an embedding) to convert graph
+        # types, which made reading 5,000 chunks take 3 s instead of 0.5 s
+        yield from (list(record) for record in tx.run(query, params))
+
+
+def _pages(query: str, params: dict[str, Any], keys: tuple[str, ...], batch: int) -> Iterator[list[Any]]:
+    """Records as dicts of `keys`, `batch` at a time."""
+    page: list[Any] = []
+    for record in _records(query, params):
+        page.append(dict(zip(keys, record, strict=True)) if len(keys) > 1 else record[0])
+        if len(page) >= batch:
             yield page
+            page = []
+    if page:
+        yield page
 
 
 def node_pages(label: str, project_id: str, *, batch: int = 1000) -> Iterator[list[dict[str, Any]]]:
     """Every property map of the project's nodes with `label`, in pages."""
     query = f"MATCH (n:{identifier(label)}) WHERE n.project_id = $project_id RETURN properties(n) AS p"
-    for page in _stream(query, {"project_id": project_id}, batch):
-        yield [row["p"] for row in page]
+    yield from _pages(query, {"project_id": project_id}, ("p",), batch)
 
 
 def relationship_pages(
     start_label: str, project_id: str, *, batch: int = 1000
 ) -> Iterator[list[dict[str, Any]]]:
-    """The project's relationships leaving nodes with `start_label`: start id, type, the end node's
-    labels and id, properties. Relationships to another project's nodes are not the project's."""
+    """The project's relationships leaving nodes with `start_label`: start id (`s`), type (`t`), the
+    end node's labels (`el`) and id (`e`), properties (`p`). Relationships to another project's
+    nodes are not the project's."""
     query = (
         f"MATCH (a:{identifier(start_label)})-[r]->(b) WHERE a.project_id = $project_id "
         "AND b.project_id = $project_id "
         "RETURN a.id AS s, type(r) AS t, labels(b) AS el, b.id AS e, properties(r) AS p"
     )
-    yield from _stream(query, {"project_id": project_id}, batch)
+    yield from _pages(query, {"project_id": project_id}, ("s", "t", "el", "e", "p"), batch)
+
+
+@dataclass(frozen=True)
+class ExportPage:
+    """A page of `kp.transfer.export`: `count` archive lines of `member` ("nodes" or
+    "relationships") as NDJSON bytes; `counts` by label or type (of those lines and of `rows`);
+    `rows`, those the server left to the caller's encoder (a value JSON has no type for, such as a
+    date), as archive rows; `skipped`, relationships not written as an end was not."""
+
+    member: str
+    lines: bytes
+    count: int
+    counts: dict[str, int]
+    rows: list[dict[str, Any]]
+    skipped: int
+
+
+def export_pages(project_id: str, labels: list[str], *, batch: int = 1000) -> Iterator[ExportPage]:
+    """The project's nodes with `labels`, then the relationships between them, as archive lines
+    written by the server (`server_transfer`), in one read transaction."""
+    query = (
+        f"CALL {SERVER_EXPORT}($project_id, $labels, $size) "
+        "YIELD member, lines, count, counts, rows, skipped "
+        "RETURN member, lines, count, counts, rows, skipped"
+    )
+    params = {"project_id": project_id, "labels": [identifier(x) for x in labels], "size": batch}
+    for member, lines, count, counts, rows, skipped in _records(query, params):
+        yield ExportPage(member, bytes(lines), count, counts, rows, skipped)
 
 
 def count_nodes(label: str, project_id: str) -> int:
@@ -190,12 +257,16 @@ def existing_ids(
     return [str(row["id"]) for row in rows]
 
 
-def create_nodes(labels: list[str], project_id: str, rows: list[dict[str, Any]]) -> int:
+def create_nodes(
+    labels: list[str], project_id: str, rows: list[dict[str, Any]], *, packed: bool = False
+) -> int:
     """Create one node per property map, in one transaction, with `labels` (the first is the one
-    its id is unique on) and `project_id` set to the importing project's."""
+    its id is unique on) and `project_id` set to the importing project's. With `packed` the maps
+    may hold packed float lists, which the server unpacks (`server_transfer`)."""
     label_text = ":".join(identifier(label) for label in labels)
+    value = f"{SERVER_UNPACKED}(p)" if packed else "p"
     query = (
-        f"UNWIND $rows AS p CREATE (n:{label_text}) SET n = p, n.project_id = $project_id "
+        f"UNWIND $rows AS p CREATE (n:{label_text}) SET n = {value}, n.project_id = $project_id "
         "RETURN count(n) AS n"
     )
     return int(graph.write(query, rows=rows, project_id=project_id)[0]["n"])
@@ -272,8 +343,11 @@ class GraphOwner:
     ) -> int:
         self.check(label)
         labels = [label, *self.extra_labels(label, project_id)]
-        props = [self.rewrite(decode_props(row), source_project_id, project_id) for row in rows]
-        return create_nodes(labels, project_id, props)
+        packed = server_transfer()
+        props = [
+            self.rewrite(decode_props(row, keep_packed=packed), source_project_id, project_id) for row in rows
+        ]
+        return create_nodes(labels, project_id, props, packed=packed)
 
     def import_relationships(
         self, *, start_label: str, rel_type: str, end_label: str, project_id: str, rows: list[dict[str, Any]]

@@ -14,6 +14,7 @@ from django.conf import settings
 
 from core import graph
 from core.errors import InvalidInput
+from core.graph import transfer
 from core.graph.transfer import PACKED_MIN_LENGTH, decode_props, pack_props
 from portability import importer
 from tests.conftest import Tenant
@@ -50,13 +51,47 @@ def test_lists_that_are_not_float32_stay_json() -> None:
 
 def test_a_damaged_packed_value_is_invalid_input() -> None:
     for raw in ("not base64 at all!", base64.b64encode(b"abcdef").decode()):
-        with pytest.raises(InvalidInput):
-            decode_props({"v": {"$t": "f32", "v": raw}})
+        for keep_packed in (False, True):  # kept packed for the server to unpack: checked all the same
+            with pytest.raises(InvalidInput):
+                decode_props({"v": {"$t": "f32", "v": raw}}, keep_packed=keep_packed)
+
+
+def _through(server: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Import through the server's `kp.transfer.unpacked` or (an external server's way) without it."""
+    if server:
+        assert transfer.server_transfer()  # the suite's Neo4j is the embedded launcher's
+    else:
+        monkeypatch.setitem(transfer._server_transfer, id(graph.get_driver()), False)
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("clean_graph")
-def test_both_schema_versions_store_the_same_doubles(tenant_a: Tenant, tenant_b: Tenant) -> None:
+@pytest.mark.parametrize("server", [True, False], ids=["unpacked-on-the-server", "unpacked-here"])
+def test_an_import_with_a_damaged_embedding_writes_nothing(
+    tenant_a: Tenant, server: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _through(server, monkeypatch)
+    rows = memory_rows(3)
+    for row in rows:
+        row["props"]["embedding"] = pack_props({"e": _float32_vector(settings.EMBEDDINGS_DIMENSIONS)})["e"]
+    rows[2]["props"]["embedding"]["v"] = "not base64 at all!"
+    count = "MATCH (n) WHERE n.project_id = $p RETURN labels(n) AS l, count(n) AS n ORDER BY n"
+    before = graph.read(count, p=tenant_a.project.id)
+    with pytest.raises(InvalidInput, match="not base64"):
+        importer.load(
+            io.BytesIO(hand_archive(rows)), project_id=tenant_a.project.id, progress=lambda *a: None
+        )
+    assert graph.read(count, p=tenant_a.project.id) == before
+    assert not any("Memory" in row["l"] for row in before)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_graph")
+@pytest.mark.parametrize("server", [True, False], ids=["unpacked-on-the-server", "unpacked-here"])
+def test_both_schema_versions_store_the_same_doubles(
+    tenant_a: Tenant, tenant_b: Tenant, server: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _through(server, monkeypatch)
     vector = _float32_vector(settings.EMBEDDINGS_DIMENSIONS)
     plain, packed = memory_rows(1), memory_rows(1)
     plain[0]["props"]["embedding"] = vector

@@ -12,6 +12,8 @@ import java.util.concurrent.CountDownLatch;
 
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.kernel.api.procedure.GlobalProcedures;
+import org.neo4j.kernel.internal.GraphDatabaseAPI;
 
 /**
  * Runs Neo4j Community embedded in this JVM with only the Bolt connector, bound to loopback.
@@ -21,7 +23,8 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  * {@code NEO4J_TX_MEMORY_MAX} (default 1g, 0 for unlimited), {@code NEO4J_PASSWORD} (when set, auth is on
  * and the user {@code neo4j} gets this password; unset, auth is off).
  *
- * <p>Prints {@code READY bolt://host:port} on stdout once Bolt accepts connections. SIGTERM and
+ * <p>Registers the platform's procedures ({@link TransferProcedures}), then prints
+ * {@code READY bolt://host:port} on stdout once Bolt accepts connections. SIGTERM and
  * SIGINT run a shutdown hook that stops the database cleanly, so the store survives stop/start.
  */
 public final class Launcher {
@@ -99,11 +102,25 @@ public final class Launcher {
                 }
             }
         }
+        registerFunctions(dbms);
         waitForBolt(host, port);
         long tookMs = (System.nanoTime() - started) / 1_000_000L;
         System.out.println("READY bolt://" + host + ":" + port + " home=" + home + " started_ms=" + tookMs);
         System.out.flush();
         stopped.await();
+    }
+
+    /** The platform's own procedures (TransferProcedures), for every database of the DBMS. */
+    private static void registerFunctions(DatabaseManagementService dbms) {
+        GraphDatabaseAPI system = (GraphDatabaseAPI) dbms.database("system");
+        try {
+            GlobalProcedures procedures = system.getDependencyResolver().resolveDependency(GlobalProcedures.class);
+            procedures.registerProcedure(TransferProcedures.class);
+            procedures.registerFunction(TransferProcedures.class);
+        } catch (Exception e) {
+            System.err.println("ERROR could not register the platform's procedures: " + e.getMessage());
+            System.exit(5);
+        }
     }
 
     private static String env(String name, String fallback) {
