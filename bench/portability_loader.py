@@ -6,8 +6,9 @@
 
 `load` bulk-writes a knowledge project the shape ingestion leaves (documents, chunks with the
 project's chunk label, 384-dim unit vectors of float32 values as both embedders give, entities,
-HAS_CHUNK, NEXT_CHUNK, HAS_ENTITY, RELATED); not measured. `export`, `read` (the floor: the same
-streaming reads, nothing written), `import` and `erase` time only their own work and print it.
+HAS_CHUNK, NEXT_CHUNK, HAS_ENTITY, RELATED); not measured. `export` (with `"server": false`, through
+Cypher and orjson as against a server without `kp.transfer.export`), `import` and `erase` time only
+their own work and print it.
 """
 
 from __future__ import annotations
@@ -100,7 +101,12 @@ def export(args: dict[str, Any]) -> dict[str, Any]:
     from core.models import Project
     from portability import exporter
 
+    from core import graph
+    from core.graph import transfer
+
     project = Project.objects.get(pk=args["project_id"])
+    if args.get("server") is False:  # as against a server without kp.transfer.export
+        transfer._server_transfer[id(graph.get_driver())] = False
     path = os.path.join(args["dir"], f"export-{args['run']}.tar.gz")
     started = time.perf_counter()
     with open(path, "wb") as target:
@@ -113,19 +119,6 @@ def export(args: dict[str, Any]) -> dict[str, Any]:
         "bytes": os.path.getsize(path),
         "path": path,
     }
-
-
-def read(args: dict[str, Any]) -> dict[str, Any]:
-    """The floor of an export: the same pages read from Neo4j, nothing encoded or written."""
-    from portability.exporter import Walk, project_nodes, project_relationships
-
-    walk, ids = Walk(), set[str]()
-    started = time.perf_counter()
-    for _ in project_nodes(args["project_id"], walk, ids):
-        pass
-    for _ in project_relationships(args["project_id"], walk, ids):
-        pass
-    return {"took_s": round(time.perf_counter() - started, 2), "nodes": walk.node_total}
 
 
 def import_(args: dict[str, Any]) -> dict[str, Any]:
@@ -163,7 +156,6 @@ def baseline(args: dict[str, Any]) -> dict[str, Any]:
 STEPS = {
     "load": load,
     "export": export,
-    "read": read,
     "import": import_,
     "erase": erase,
     "baseline": baseline,
