@@ -98,11 +98,10 @@ def load(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def export(args: dict[str, Any]) -> dict[str, Any]:
-    from core.models import Project
-    from portability import exporter
-
     from core import graph
     from core.graph import transfer
+    from core.models import Project
+    from portability import exporter
 
     project = Project.objects.get(pk=args["project_id"])
     if args.get("server") is False:  # as against a server without kp.transfer.export
