@@ -10,9 +10,11 @@ before anything is written, so a truncated or altered archive is refused whole.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
-import io
+import shutil
 import tarfile
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
-from isal import igzip_threaded
+from isal import igzip, igzip_threaded
 
 from core.errors import InvalidInput, PlatformError
 
@@ -76,24 +78,55 @@ class MemberWriter:
         return {"sha256": self.digest.hexdigest(), "bytes": self.size, "lines": self.lines}
 
 
+def _level(level: int) -> int:
+    return max(0, min(level, 3))  # ISA-L's gzip has levels 0-3
+
+
+def compressing(path: Path, level: int) -> IO[bytes]:
+    """A scratch file a data member is written to as a gzip member of its own, compressed by ISA-L
+    in a thread beside the one writing (`assemble` puts it into the archive as it is)."""
+    return igzip_threaded.open(path, "wb", compresslevel=_level(level), threads=1)
+
+
+def _header(name: str, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = size, 0o644, int(time.time())
+    return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+
+
+def _padding(size: int, block: int = tarfile.BLOCKSIZE) -> bytes:
+    return b"\0" * (-size % block)
+
+
 def assemble(target: IO[bytes], manifest: dict[str, Any], members: dict[str, Path], level: int) -> None:
-    """Write the archive: the manifest first (so a reader can refuse early), then each data member."""
+    """Write the archive: the manifest first (so a reader can refuse early), then each data member,
+    whose scratch file (`compressing`) is already gzip'd. A gzip file may be several gzip members
+    one after another (RFC 1952), read as one stream by every gzip reader: the tar's headers and
+    padding are compressed here and the members' data copied as they are, so the archive costs no
+    compression after the walk."""
     body = orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
-    # ISA-L's gzip (levels 0-3), compressing in a thread of its own while this one reads the members
-    with (
-        igzip_threaded.open(target, "wb", compresslevel=max(0, min(level, 3)), threads=1) as packed,
-        tarfile.open(fileobj=packed, mode="w|", bufsize=1 << 20) as tar,
-    ):
-        info = tarfile.TarInfo(MANIFEST)
-        info.size, info.mode = len(body), 0o644
-        tar.addfile(info, io.BytesIO(body))
-        for name, path in members.items():
-            tar.add(str(path), arcname=name, recursive=False)
+    pending = _header(MANIFEST, len(body)) + body + _padding(len(body))
+    length = len(pending)
+    for name, path in members.items():
+        size = manifest["files"][name]["bytes"]
+        head = _header(name, size)
+        target.write(igzip.compress(pending + head, compresslevel=_level(level)))
+        with path.open("rb") as data:
+            shutil.copyfileobj(data, target, _READ_CHUNK)
+        pending = _padding(size)
+        length += len(head) + size + len(pending)
+    end = b"\0" * (2 * tarfile.BLOCKSIZE)
+    length += len(end)
+    target.write(
+        igzip.compress(pending + end + _padding(length, tarfile.RECORDSIZE), compresslevel=_level(level))
+    )
 
 
 def _open(source: IO[bytes]) -> tarfile.TarFile:
+    # gzip.GzipFile reads every gzip member of the file (assemble writes several); tarfile's own
+    # "r|gz" stops after the first
     try:
-        return tarfile.open(fileobj=source, mode="r|gz")
+        return tarfile.open(fileobj=gzip.GzipFile(fileobj=source, mode="rb"), mode="r|")
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise ArchiveInvalid(f"not a gzip'd tar archive: {exc}") from exc
 

@@ -148,7 +148,11 @@ def export_ndjson(project: Project, target: IO[bytes], progress: Progress) -> di
     walk = Walk()
     with tempfile.TemporaryDirectory(prefix="kp-export-") as scratch:
         paths = {name: Path(scratch) / name for name in archive.DATA_MEMBERS}
-        with paths[archive.NODES].open("wb") as nodes, paths[archive.RELATIONSHIPS].open("wb") as rels:
+        level = settings.PORTABILITY_COMPRESS_LEVEL
+        with (
+            archive.compressing(paths[archive.NODES], level) as nodes,
+            archive.compressing(paths[archive.RELATIONSHIPS], level) as rels,
+        ):
             writers = {
                 archive.NODES: archive.MemberWriter(nodes),
                 archive.RELATIONSHIPS: archive.MemberWriter(rels),
@@ -158,5 +162,5 @@ def export_ndjson(project: Project, target: IO[bytes], progress: Progress) -> di
         files = {name: writer.entry() for name, writer in writers.items()}
         manifest = manifest_of(project, walk, files)
         progress("archive", sum(writer.lines for writer in writers.values()))
-        archive.assemble(target, manifest, paths, settings.PORTABILITY_COMPRESS_LEVEL)
+        archive.assemble(target, manifest, paths, level)
     return manifest

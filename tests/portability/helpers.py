@@ -60,7 +60,8 @@ def tar_bytes(manifest: dict[str, Any], data: dict[str, bytes]) -> bytes:
         paths = {}
         for name, body in data.items():
             paths[name] = Path(scratch) / name
-            paths[name].write_bytes(body)
+            with archive.compressing(paths[name], 1) as handle:
+                handle.write(body)
         archive.assemble(out, manifest, paths, 1)
     return out.getvalue()
 

@@ -5,6 +5,7 @@ holds nothing of another project."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import math
 import struct
@@ -15,7 +16,7 @@ import pytest
 from core import graph
 from core.graph import transfer
 from core.models import Project
-from portability import exporter, importer
+from portability import archive, exporter, importer
 from tests.conftest import Tenant
 from tests.plugins.services import started
 from tests.portability.helpers import member_rows
@@ -121,3 +122,15 @@ def test_an_archive_the_server_wrote_imports_to_the_same_values(
     importer.load(io.BytesIO(body), project_id=tenant_b.project.id, progress=lambda phase, done: None)
     assert graph.read(read, p=tenant_b.project.id) == before
     assert before[0]["e"] == _float32s(384, 7.0)
+
+
+def test_an_archive_in_one_gzip_member_reads_the_same(
+    tenant_a: Tenant, tenant_b: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive is several gzip members one after another; one written as a single member (by
+    `tar czf`, or by this platform before) is read to the same lines."""
+    _fill(tenant_a.project.id, tenant_b.project.id)
+    _manifest, body = _export(tenant_a, True, monkeypatch)
+    single = gzip.compress(gzip.decompress(body))
+    assert single != body
+    assert list(archive.read(io.BytesIO(single))) == list(archive.read(io.BytesIO(body)))

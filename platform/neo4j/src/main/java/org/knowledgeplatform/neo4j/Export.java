@@ -4,19 +4,18 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
-import java.util.Set;
 import java.util.function.IntPredicate;
 
 import org.neo4j.graphdb.Direction;
 import org.neo4j.graphdb.Label;
 import org.neo4j.graphdb.Node;
+import org.neo4j.graphdb.NotFoundException;
 import org.neo4j.graphdb.Relationship;
 import org.neo4j.graphdb.ResourceIterator;
 import org.neo4j.graphdb.Transaction;
@@ -37,40 +36,41 @@ final class Export implements Iterator<TransferProcedures.ExportPage>, AutoClose
     private final Transaction tx;
     private final String projectId;
     private final List<String> labels;
-    private final Set<String> known;
     private final int size;
-    private final Set<String> ids = new HashSet<>();
+
+    // the nodes written, in order: internal id, `id` property, label; and the position of each
+    private final List<Long> written = new ArrayList<>();
+    private final List<Object> writtenIds = new ArrayList<>();
+    private final List<String> writtenLabels = new ArrayList<>();
+    private final Map<Long, Integer> position = new HashMap<>();
 
     private String member = NODES;
     private int labelIndex = -1;
     private String label;
     private ResourceIterator<Node> found;
+    private int cursor;  // the next written node whose relationships are read
     private boolean done;
 
     Export(Transaction tx, String projectId, List<String> labels, int size) {
         this.tx = tx;
         this.projectId = projectId;
         this.labels = List.copyOf(labels);
-        this.known = new LinkedHashSet<>(labels);
         this.size = size;
     }
 
-    /** Moves to the next label (and from nodes to relationships) until one has a node left. */
+    /** Moves to the next label until one has a node left, then to the relationships. */
     private boolean advance() {
-        while (!done && (found == null || !found.hasNext())) {
+        while (NODES.equals(member) && (found == null || !found.hasNext())) {
             close();
             labelIndex++;
             if (labelIndex >= labels.size()) {
-                if (RELATIONSHIPS.equals(member) || labels.isEmpty()) {
-                    done = true;
-                    break;
-                }
                 member = RELATIONSHIPS;
-                labelIndex = 0;
+                break;
             }
             label = labels.get(labelIndex);
             found = tx.findNodes(Label.label(label), TransferProcedures.PROJECT_ID, projectId);
         }
+        done = RELATIONSHIPS.equals(member) && cursor >= written.size();
         return !done;
     }
 
@@ -84,69 +84,88 @@ final class Export implements Iterator<TransferProcedures.ExportPage>, AutoClose
         if (!advance()) {
             throw new NoSuchElementException();
         }
-        Json json = new Json();
-        Map<String, Long> counts = new LinkedHashMap<>();
-        List<Map<String, Object>> rows = new ArrayList<>();
-        long lines = 0;
-        long skipped = 0;
-        int seen = 0;
-        while (seen < size && found.hasNext()) {
-            Node node = found.next();
-            if (NODES.equals(member)) {
-                Object id = node.getProperty(TransferProcedures.ID, null);
-                if (id instanceof String text) {
-                    ids.add(text);
-                }
-                Map<String, Object> props = node.getAllProperties();
-                if (json.node(label, props)) {
-                    lines++;
-                } else {
-                    Map<String, Object> row = new LinkedHashMap<>();
-                    row.put("label", label);
-                    row.put("props", TransferProcedures.packed(props));
-                    rows.add(row);
-                }
-                counts.merge(label, 1L, Long::sum);
-                seen++;
-                continue;
+        Page page = new Page();
+        if (NODES.equals(member)) {
+            while (page.seen < size && found.hasNext()) {
+                node(found.next(), page);
             }
-            Object start = node.getProperty(TransferProcedures.ID, null);
-            for (Relationship relationship : node.getRelationships(Direction.OUTGOING)) {
-                Node end = relationship.getEndNode();
-                if (!projectId.equals(end.getProperty(TransferProcedures.PROJECT_ID, null))) {
-                    continue;
-                }
-                Object endId = end.getProperty(TransferProcedures.ID, null);
-                String endLabel = null;
-                for (Label candidate : end.getLabels()) {
-                    if (known.contains(candidate.name())) {
-                        endLabel = candidate.name();
-                        break;
-                    }
-                }
-                if (endLabel == null || !ids.contains(start) || !ids.contains(endId)) {
-                    skipped++;
-                    continue;
-                }
-                String type = relationship.getType().name();
-                Map<String, Object> props = relationship.getAllProperties();
-                if (json.relationship(type, label, (String) start, endLabel, (String) endId, props)) {
-                    lines++;
-                } else {
-                    Map<String, Object> row = new LinkedHashMap<>();
-                    row.put("type", type);
-                    row.put("start_label", label);
-                    row.put("start", start);
-                    row.put("end_label", endLabel);
-                    row.put("end", endId);
-                    row.put("props", TransferProcedures.packed(props));
-                    rows.add(row);
-                }
-                counts.merge(type, 1L, Long::sum);
-                seen++;
+        } else {
+            while (page.seen < size && cursor < written.size()) {
+                relationships(cursor++, page);
             }
         }
-        return new TransferProcedures.ExportPage(member, json.bytes(), lines, counts, rows, skipped);
+        return new TransferProcedures.ExportPage(
+                member, page.json.bytes(), page.lines, page.counts, page.rows, page.skipped);
+    }
+
+    /** What one record gathers. */
+    private static final class Page {
+        final Json json = new Json();
+        final Map<String, Long> counts = new LinkedHashMap<>();
+        final List<Map<String, Object>> rows = new ArrayList<>();
+        long lines;
+        long skipped;
+        int seen;
+    }
+
+    @SuppressWarnings({"deprecation", "removal"})  // internal ids: stable within this transaction
+    private void node(Node node, Page page) {
+        Map<String, Object> props = node.getAllProperties();
+        if (position.putIfAbsent(node.getId(), written.size()) == null) {
+            written.add(node.getId());
+            writtenIds.add(props.get(TransferProcedures.ID));
+            writtenLabels.add(label);
+        }
+        if (page.json.node(label, props)) {
+            page.lines++;
+        } else {
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("label", label);
+            row.put("props", TransferProcedures.packed(props));
+            page.rows.add(row);
+        }
+        page.counts.merge(label, 1L, Long::sum);
+        page.seen++;
+    }
+
+    /** The relationships leaving the `index`th node written, to nodes written; one to a node of the
+     * project that was not written (a label no app owns, or created since) is skipped. */
+    @SuppressWarnings({"deprecation", "removal"})
+    private void relationships(int index, Page page) {
+        Node start;
+        try {
+            start = tx.getNodeById(written.get(index));
+        } catch (NotFoundException gone) {  // deleted since it was written: its relationships go too
+            return;
+        }
+        Object startId = writtenIds.get(index);
+        String startLabel = writtenLabels.get(index);
+        for (Relationship relationship : start.getRelationships(Direction.OUTGOING)) {
+            Integer end = position.get(relationship.getEndNodeId());
+            if (end == null) {
+                Object owner = relationship.getEndNode().getProperty(TransferProcedures.PROJECT_ID, null);
+                page.skipped += projectId.equals(owner) ? 1 : 0;
+                continue;
+            }
+            String type = relationship.getType().name();
+            Object endId = writtenIds.get(end);
+            String endLabel = writtenLabels.get(end);
+            Map<String, Object> props = relationship.getAllProperties();
+            if (page.json.relationship(type, startLabel, startId, endLabel, endId, props)) {
+                page.lines++;
+            } else {
+                Map<String, Object> row = new LinkedHashMap<>();
+                row.put("type", type);
+                row.put("start_label", startLabel);
+                row.put("start", startId);
+                row.put("end_label", endLabel);
+                row.put("end", endId);
+                row.put("props", TransferProcedures.packed(props));
+                page.rows.add(row);
+            }
+            page.counts.merge(type, 1L, Long::sum);
+            page.seen++;
+        }
     }
 
     @Override
@@ -173,7 +192,7 @@ final class Export implements Iterator<TransferProcedures.ExportPage>, AutoClose
             return end(mark, map(props));
         }
 
-        boolean relationship(String type, String startLabel, String start, String endLabel, String end,
+        boolean relationship(String type, String startLabel, Object start, String endLabel, Object end,
                 Map<String, Object> props) {
             int mark = length;
             ascii("{\"type\":");
@@ -181,13 +200,13 @@ final class Export implements Iterator<TransferProcedures.ExportPage>, AutoClose
             ascii(",\"start_label\":");
             string(startLabel);
             ascii(",\"start\":");
-            string(start);
+            boolean written = value(start);
             ascii(",\"end_label\":");
             string(endLabel);
             ascii(",\"end\":");
-            string(end);
+            written = written && value(end);
             ascii(",\"props\":");
-            return end(mark, map(props));
+            return end(mark, written && map(props));
         }
 
         byte[] bytes() {
