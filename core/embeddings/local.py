@@ -163,6 +163,10 @@ class LocalEmbedder(Embedder):
             at *= 4
         return text
 
+    def _run_batch(self) -> int:
+        """Texts the model runs at once: EMBEDDINGS_LOCAL_BATCH, never more than the caller's batch."""
+        return max(1, min(self.batch_size, settings.EMBEDDINGS_LOCAL_BATCH))
+
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         self._load()
         # A query's few texts take as long on one thread as on two, at half the CPU, which leaves the
@@ -172,12 +176,12 @@ class LocalEmbedder(Embedder):
         threads = 1 if small else self._threads
         inputs = [self.model_input(t) for t in texts]
         if self._onnx is not None:
-            vectors = self._onnx.encode(inputs, batch_size=self.batch_size, threads=threads)
+            vectors = self._onnx.encode(inputs, batch_size=self._run_batch(), threads=threads)
         else:
             # the thread count is per calling thread (OpenMP's and MKL's settings are thread-local)
             self._torch.set_num_threads(threads)
             vectors = self._st.encode(
-                inputs, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+                inputs, batch_size=self._run_batch(), normalize_embeddings=True, show_progress_bar=False
             )
         usage.record(model=f"local:{self.model}", prompt=sum(len(t.split()) for t in texts))
         rows: list[list[float]] = vectors.astype("float64").tolist()
