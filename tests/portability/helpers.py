@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
+import struct
 import tarfile
 import tempfile
 import uuid
@@ -11,13 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from core import graph
+from core.graph import transfer
 from portability import archive
 from portability.owners import LABELS
+from tests.plugins.services import started
 
 
 def members(nodes: list[dict[str, Any]], rels: list[dict[str, Any]]) -> dict[str, bytes]:
@@ -120,3 +125,17 @@ def member_rows(body: bytes, name: str) -> list[dict[str, Any]]:
         handle = tar.extractfile(name)
         assert handle is not None
         return [orjson.loads(line) for line in handle]
+
+
+def float32_vector(n: int, scale: float = 3.0) -> list[float]:
+    """`n` floats that are each exactly a 32-bit float (as embedders give), so they travel packed."""
+    return [struct.unpack("<f", struct.pack("<f", math.sin(i) / scale))[0] for i in range(n)]
+
+
+def server_transfer_or_skip() -> None:
+    """The launcher registers the kp.transfer procedure and function; an external server may lack
+    them (then the server's path cannot be tested there)."""
+    if started("neo4j"):
+        assert transfer.server_transfer()
+    elif not transfer.server_transfer():
+        pytest.skip("an external Neo4j without the platform's transfer procedures")

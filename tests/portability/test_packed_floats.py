@@ -18,15 +18,11 @@ from core.graph import transfer
 from core.graph.transfer import PACKED_MIN_LENGTH, decode_props, pack_props
 from portability import importer
 from tests.conftest import Tenant
-from tests.portability.helpers import hand_archive, memory_rows
-
-
-def _float32_vector(n: int) -> list[float]:
-    return [struct.unpack("<f", struct.pack("<f", math.sin(i) / 3))[0] for i in range(n)]
+from tests.portability.helpers import float32_vector, hand_archive, memory_rows, server_transfer_or_skip
 
 
 def test_float32_lists_are_packed_and_come_back_exactly() -> None:
-    vector = _float32_vector(384)
+    vector = float32_vector(384)
     props = {"id": "c1", "text": "t", "embedding": vector, "weights": [0.5, 0.25]}
     packed = pack_props(props)
     assert packed["embedding"]["$t"] == "f32"
@@ -59,7 +55,7 @@ def test_a_damaged_packed_value_is_invalid_input() -> None:
 def _through(server: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Import through the server's `kp.transfer.unpacked` or (an external server's way) without it."""
     if server:
-        assert transfer.server_transfer()  # the suite's Neo4j is the embedded launcher's
+        server_transfer_or_skip()
     else:
         monkeypatch.setitem(transfer._server_transfer, id(graph.get_driver()), False)
 
@@ -73,7 +69,7 @@ def test_an_import_with_a_damaged_embedding_writes_nothing(
     _through(server, monkeypatch)
     rows = memory_rows(3)
     for row in rows:
-        row["props"]["embedding"] = pack_props({"e": _float32_vector(settings.EMBEDDINGS_DIMENSIONS)})["e"]
+        row["props"]["embedding"] = pack_props({"e": float32_vector(settings.EMBEDDINGS_DIMENSIONS)})["e"]
     rows[2]["props"]["embedding"]["v"] = "not base64 at all!"
     count = "MATCH (n) WHERE n.project_id = $p RETURN labels(n) AS l, count(n) AS n ORDER BY n"
     before = graph.read(count, p=tenant_a.project.id)
@@ -92,7 +88,7 @@ def test_both_schema_versions_store_the_same_doubles(
     tenant_a: Tenant, tenant_b: Tenant, server: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _through(server, monkeypatch)
-    vector = _float32_vector(settings.EMBEDDINGS_DIMENSIONS)
+    vector = float32_vector(settings.EMBEDDINGS_DIMENSIONS)
     plain, packed = memory_rows(1), memory_rows(1)
     plain[0]["props"]["embedding"] = vector
     packed[0]["props"]["embedding"] = pack_props({"e": vector})["e"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import gzip
 import io
 import math
-import struct
 from typing import Any
 
 import pytest
@@ -18,22 +17,9 @@ from core.graph import transfer
 from core.models import Project
 from portability import archive, exporter, importer
 from tests.conftest import Tenant
-from tests.plugins.services import started
-from tests.portability.helpers import member_rows
+from tests.portability.helpers import float32_vector, member_rows, server_transfer_or_skip
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_graph")]
-
-
-def _float32s(n: int, scale: float = 3.0) -> list[float]:
-    return [struct.unpack("<f", struct.pack("<f", math.sin(i) / scale))[0] for i in range(n)]
-
-
-def _server() -> None:
-    """The launcher registers the procedure and function; an external server may lack them."""
-    if started("neo4j"):
-        assert transfer.server_transfer()
-    elif not transfer.server_transfer():
-        pytest.skip("an external Neo4j without the platform's transfer procedures")
 
 
 def _fill(project_id: str, other_id: str) -> None:
@@ -59,8 +45,8 @@ def _fill(project_id: str, other_id: str) -> None:
         "CREATE (a)-[:RELATED {description: 'to a label no app owns'}]->(s)",
         p=project_id,
         other=other_id,
-        vector=_float32s(384),
-        vector2=_float32s(384, 7.0),
+        vector=float32_vector(384),
+        vector2=float32_vector(384, 7.0),
         doubles=[i / 10 for i in range(1, 40)],
     )
 
@@ -88,7 +74,7 @@ def _canonical(body: bytes) -> tuple[list[Any], list[Any]]:
 def test_the_server_writes_the_archive_cypher_and_orjson_write(
     tenant_a: Tenant, tenant_b: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _server()
+    server_transfer_or_skip()
     _fill(tenant_a.project.id, tenant_b.project.id)
     on_server, body = _export(tenant_a, True, monkeypatch)
     here, plain_body = _export(tenant_a, False, monkeypatch)
@@ -108,7 +94,7 @@ def test_the_server_writes_the_archive_cypher_and_orjson_write(
 def test_an_archive_the_server_wrote_imports_to_the_same_values(
     tenant_a: Tenant, tenant_b: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _server()
+    server_transfer_or_skip()
     _fill(tenant_a.project.id, tenant_b.project.id)
     # NaN has no JSON form (null), and Neo4j stores no list holding a null: not part of this check
     graph.write("MATCH (n:Entity {id: 'e3'}) DETACH DELETE n")
@@ -121,7 +107,7 @@ def test_an_archive_the_server_wrote_imports_to_the_same_values(
     graph.write("MATCH (n) WHERE n.project_id = $p DETACH DELETE n", p=tenant_a.project.id)
     importer.load(io.BytesIO(body), project_id=tenant_b.project.id, progress=lambda phase, done: None)
     assert graph.read(read, p=tenant_b.project.id) == before
-    assert before[0]["e"] == _float32s(384, 7.0)
+    assert before[0]["e"] == float32_vector(384, 7.0)
 
 
 def test_an_archive_in_one_gzip_member_reads_the_same(

@@ -49,7 +49,6 @@ final class Export implements Iterator<TransferProcedures.ExportPage>, AutoClose
     private String label;
     private ResourceIterator<Node> found;
     private int cursor;  // the next written node whose relationships are read
-    private boolean done;
 
     Export(Transaction tx, String projectId, List<String> labels, int size) {
         this.tx = tx;
@@ -70,8 +69,7 @@ final class Export implements Iterator<TransferProcedures.ExportPage>, AutoClose
             label = labels.get(labelIndex);
             found = tx.findNodes(Label.label(label), TransferProcedures.PROJECT_ID, projectId);
         }
-        done = RELATIONSHIPS.equals(member) && cursor >= written.size();
-        return !done;
+        return NODES.equals(member) || cursor < written.size();
     }
 
     @Override
