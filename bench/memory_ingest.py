@@ -16,6 +16,7 @@ nothing else running; sentence-transformers on PyTorch beside it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -94,7 +95,15 @@ def _embedded_at(client: _Client, job_ids: list[str]) -> float:
 
 def _embedding_alone(requests: list[Any]) -> dict[str, float]:
     """The same lines embedded in this process with nothing else running, on every core: the
-    platform's local embedder (ONNX Runtime) and sentence-transformers on PyTorch beside it."""
+    platform's local embedder (ONNX Runtime) and sentence-transformers on PyTorch beside it, each
+    running EMBEDDINGS_LOCAL_BATCH texts at a time as the platform does."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from django.conf import settings
+
+    batch = settings.EMBEDDINGS_LOCAL_BATCH
     lines = [
         message_text.line(
             text=m["text"], role=m["role"], author_name=m["author_name"], timestamp=m["timestamp"]
@@ -104,14 +113,14 @@ def _embedding_alone(requests: list[Any]) -> dict[str, float]:
     ]
     with tempfile.TemporaryDirectory(prefix="kp-bench-onnx-") as models:
         platform = onnx_encoder(Path(models))
-        platform.encode(lines[:64], batch_size=64, threads=cores())  # loaded and warm
+        platform.encode(lines[:64], batch_size=batch, threads=cores())  # loaded and warm
         started = time.perf_counter()
-        platform.encode(lines, batch_size=64, threads=cores())
+        platform.encode(lines, batch_size=batch, threads=cores())
         onnx_s = time.perf_counter() - started
     model = encoder()
-    model.encode(lines[:64], batch_size=64, show_progress_bar=False)
+    model.encode(lines[:64], batch_size=batch, show_progress_bar=False)
     started = time.perf_counter()
-    model.encode(lines, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+    model.encode(lines, batch_size=batch, normalize_embeddings=True, show_progress_bar=False)
     torch_s = time.perf_counter() - started
     return {"onnx": round(len(lines) / onnx_s, 1), "torch": round(len(lines) / torch_s, 1)}
 
