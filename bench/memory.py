@@ -772,8 +772,11 @@ def _search(api: _Api, platform: PlatformRun, model: _Model, vocab: list[str]) -
             found: dict[str, set[str]] = {}
             for mode in MODES:
                 started = time.perf_counter()
+                # the stored vectors are random, so the default relevance floor (issue 33) would cut
+                # every hit and time searches that return nothing: floor 0.0, as the peer's scan has none
                 body = api.post(
-                    "memories/search", {"query": query, "scope": {"user_id": user}, "top_k": 10, "mode": mode}
+                    "memories/search",
+                    {"query": query, "scope": {"user_id": user}, "top_k": 10, "mode": mode, "min_score": 0.0},
                 )
                 elapsed = (time.perf_counter() - started) * 1000
                 found[mode] = {item["id"] for item in body["items"]}

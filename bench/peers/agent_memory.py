@@ -14,7 +14,7 @@ the queries (each: user, text), and the platform's URL, project and key. What is
   (one embedding call and one write transaction per batch, no entity extraction), after the same
   warm-up stores the platform got;
 - search: per query, interleaved, the platform's `POST /memories/search` (vector, top 10, the user's
-  scope) and the library's `search_messages(query, limit=10, threshold=0.0)` with the user in
+  scope, `min_score` 0.0) and the library's `search_messages(query, limit=10, threshold=0.0)` with the user in
   `metadata_filters`, its way to scope a search (it post-filters the index's top 2 x limit).
 """
 
@@ -53,7 +53,10 @@ def _pct(values: list[float], p: float) -> float:
 def _platform_search(spec: dict[str, Any], user: str, text: str) -> dict[str, Any]:
     if not spec["base"].startswith("http://127.0.0.1:"):
         raise ValueError("the platform under test listens on loopback")
-    body = json.dumps({"query": text, "scope": {"user_id": user}, "top_k": 10, "mode": "vector"}).encode()
+    # the library's threshold=0.0 below: the platform's relevance floor set to the same
+    body = json.dumps(
+        {"query": text, "scope": {"user_id": user}, "top_k": 10, "mode": "vector", "min_score": 0.0}
+    ).encode()
     request = urllib.request.Request(  # noqa: S310 (an http:// URL on loopback, checked above)
         f"{spec['base']}/api/v1/projects/{spec['project']}/memories/search",
         data=body,
