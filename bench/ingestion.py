@@ -14,7 +14,6 @@ rebuilt and timed.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from bench import django_setup
 from bench.rows import row
 from bench.startup import PlatformRun, cpu_by_role, cpu_since, neo4j_auth, neo4j_cpu, neo4j_cpu_since
 
@@ -85,10 +85,7 @@ def warm_up_corpus(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _embedding_floor(docs: list[dict[str, Any]]) -> tuple[float, int]:
     """Chunk exactly as the platform does and embed those chunks alone."""
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
+    django_setup()
     from core.embeddings import make_embedder
     from knowledge.pipeline.chunking import chunk_text
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import django_setup
 from bench.rows import row
 
 DATA = Path(__file__).resolve().parent / "data"  # vendored: locomo-dev and hotpotqa-100, see their READMEs
@@ -128,13 +129,9 @@ def _measure() -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
-    import os
-
-    import django
 
     started = time.perf_counter()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
+    django_setup()
     from django.conf import settings
 
     figures = _measure()

@@ -16,7 +16,6 @@ nothing else running; sentence-transformers on PyTorch beside it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -24,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench import django_setup
 from bench.baselines import encoder
 from bench.conversations import _Client
 from bench.locomo import conversations, session_messages
@@ -97,10 +97,7 @@ def _embedding_alone(requests: list[Any]) -> dict[str, float]:
     """The same lines embedded in this process with nothing else running, on every core: the
     platform's local embedder (ONNX Runtime) and sentence-transformers on PyTorch beside it, each
     running EMBEDDINGS_LOCAL_BATCH texts at a time as the platform does."""
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
+    django_setup()
     from django.conf import settings
 
     batch = settings.EMBEDDINGS_LOCAL_BATCH

@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench import baselines
+from bench import baselines, django_setup
 from bench.ingestion import _issue_key, _post_all, load_corpus
 from bench.rows import row
 from bench.startup import PlatformRun, neo4j_auth
@@ -157,10 +157,7 @@ def _fusion_sweep(
     text_lists: list[list[tuple[str, float, str]]],
     questions: list[dict[str, Any]],
 ) -> dict[str, dict[str, float]]:
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
+    django_setup()
     from retrieval import fusion
     from retrieval.dto import Candidate
 
@@ -330,11 +327,9 @@ def _vocabulary() -> list[str]:
 
 def _load_synthetic(neo4j_port: int, project_ids: list[str], rng: random.Random) -> float:
     """100,000 chunks (synthetic text, random unit vectors) in 2,000 documents across the projects."""
-    import django
     from neo4j import GraphDatabase
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
+    django_setup()
     from django.conf import settings
 
     from knowledge.tenancy import chunk_label, fulltext_index_statement
