@@ -527,6 +527,12 @@ MEMORY_SPEAKER_OTHER_WEIGHT = env.float("MEMORY_SPEAKER_OTHER_WEIGHT", default=0
 if not 0.0 <= MEMORY_SPEAKER_OTHER_WEIGHT <= 1.0:
     raise ImproperlyConfigured("MEMORY_SPEAKER_OTHER_WEIGHT must be between 0 and 1")
 MEMORY_SPEAKER_MAX_AUTHORS = 64
+# A message that mostly asks (a question and fewer than 12 words stated beside it: memory.text.asks) has
+# its score in every ranked memory search mode multiplied by this (1: no difference). Chosen on locomo-dev
+# (docs/decisions.md, "Memory: turns that ask").
+MEMORY_ASKING_WEIGHT = env.float("MEMORY_ASKING_WEIGHT", default=0.5)
+if not 0.0 <= MEMORY_ASKING_WEIGHT <= 1.0:
+    raise ImproperlyConfigured("MEMORY_ASKING_WEIGHT must be between 0 and 1")
 # Graph-mode memory search (hybrid spread through shared mentions, memory.selectors.MessageSearch.expanded):
 # how many of hybrid's first hits pass their score on, the weight of what they pass, and the largest share
 # of the scope's messages a mention may be held by and still link them. Chosen on locomo-dev.

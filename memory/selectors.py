@@ -294,9 +294,32 @@ class MessageSearch:
     def memories(self, mode: str, limit: int) -> Hits:
         """The scope's messages ranked by `mode`. When the query names one of the scope's speakers
         (`named_speaker`), that speaker's messages are ranked among themselves and come with their own
-        scores; the others' scores are scaled by MEMORY_SPEAKER_OTHER_WEIGHT (speaker_first)."""
+        scores; the others' scores are scaled by MEMORY_SPEAKER_OTHER_WEIGHT (speaker_first). Messages
+        that mostly ask then move down (asking_last)."""
         if mode == "recency":
             return self.recent_memories(limit)
+        if settings.MEMORY_ASKING_WEIGHT >= 1:
+            return self.ranked(mode, limit)[:limit]
+        # the first MEMORY_HYBRID_CANDIDATES of any mode, so a message that asks has others to give way to
+        depth = max(limit, settings.MEMORY_HYBRID_CANDIDATES)
+        return self.asking_last(self.ranked(mode, depth)[:depth], limit)
+
+    def asking_last(self, ranked: Hits, limit: int) -> Hits:
+        """The first `limit` of `ranked` once the score of each message that mostly asks (a question
+        and little stated beside it: memory.text.asks) is multiplied by MEMORY_ASKING_WEIGHT. On
+        locomo-dev, 12 % of the turns that end in a question are some question's evidence, 28 % of the
+        others (docs/decisions.md, "Memory: turns that ask")."""
+        if not ranked:
+            return ranked
+        rows = self._timed("asking", cypher.MESSAGE_TEXTS, ids=[h.chunk_id for h in ranked])
+        asking = {row["id"] for row in rows if message_text.asks(row["text"] or "")}
+        weight = settings.MEMORY_ASKING_WEIGHT
+        scores = {h.chunk_id: h.score * weight if h.chunk_id in asking else h.score for h in ranked}
+        return fusion.ordered(scores)[:limit]
+
+    def ranked(self, mode: str, limit: int) -> Hits:
+        """The scope's messages ranked by `mode` (not recency), at most `limit` (hybrid and graph may
+        return more)."""
         if mode != "fulltext":
             self.embed_early()  # while the scope's speakers are read
         speaker = self.named_speaker()
@@ -318,7 +341,7 @@ class MessageSearch:
             ranked = speaker_first(fused(own_vector_hits, own_text_hits), ranked)
         if mode == "graph":
             ranked = self.expanded(ranked)
-        return ranked[:limit]
+        return ranked
 
     def expanded(self, ranked: Hits) -> Hits:
         """Graph mode: `ranked` (hybrid's) spread through mentions. Each of the first MEMORY_GRAPH_SEEDS

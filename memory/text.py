@@ -106,6 +106,22 @@ def row_line(row: Mapping[str, Any]) -> str:
     )
 
 
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?\u3002\uff01\uff1f\u061f])\s+")
+_QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # Latin, full-width, Arabic
+_CLOSING = "\"')]}\u00bb\u201d\u2019 "
+ASKING_MAX_STATED_WORDS = 12
+
+
+def asks(text: str) -> bool:
+    """Whether a message mostly asks: one of its sentences is a question and the others hold fewer
+    than ASKING_MAX_STATED_WORDS words together ("Cool! What did it look like?", but not "I went to
+    the support group yesterday and it was so powerful. How was yours?"). A turn that asks seldom
+    holds what a later question is after (docs/decisions.md, "Memory: turns that ask")."""
+    sentences = [s for s in _SENTENCE_BREAK.split(text.strip()) if s]
+    stated = [s for s in sentences if not s.rstrip(_CLOSING).endswith(_QUESTION_MARKS)]
+    return len(stated) < len(sentences) and sum(len(words(s)) for s in stated) < ASKING_MAX_STATED_WORDS
+
+
 MENTION_KEYS_MAX = 64
 
 

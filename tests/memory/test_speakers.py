@@ -14,6 +14,14 @@ from tests.memory.helpers import msearch, store
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _questions_weigh_as_statements(settings: Any) -> None:
+    """Ana's first message asks, which alone would put it below Ben's (tests/memory/test_asking.py):
+    these tests look at the speakers only."""
+    settings.MEMORY_ASKING_WEIGHT = 1.0
+
+
 # Ana asks about Ben's hiking in the query's own words; Ben tells of his hike in others. Without telling
 # the speakers apart, a question about Ben's hiking finds Ana's message first, in every mode.
 MESSAGES = [
