@@ -129,7 +129,6 @@ def _measure() -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
-
     started = time.perf_counter()
     django_setup()
     from django.conf import settings

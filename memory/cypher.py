@@ -261,12 +261,6 @@ RETURN ranked[..$limit] AS hits, [x IN ranked WHERE x.author = $speaker][..$limi
 # Graph mode (memory.selectors.MessageSearch.expanded): the seed messages' mention keys, and in one pass
 # over the scope each message's keys. Which of them a seed holds is a set lookup in Python: in Cypher,
 # testing every key of every scope message against the seeds' list was twice as slow.
-MESSAGE_TEXTS = """
-UNWIND $ids AS wanted
-MATCH (m:Memory {id: wanted}) WHERE m.project_id = $project_id
-RETURN m.id AS id, m.text AS text
-"""
-
 MENTION_LINKS = """
 MATCH (s:Memory) WHERE s.id IN $ids AND s.project_id = $project_id
 WITH collect(s {{.id, held: coalesce(s.mention_keys, [])}}) AS seeds

@@ -311,7 +311,7 @@ class MessageSearch:
         others (docs/decisions.md, "Memory: turns that ask")."""
         if not ranked:
             return ranked
-        rows = self._timed("asking", cypher.MESSAGE_TEXTS, ids=[h.chunk_id for h in ranked])
+        rows = self._timed("asking", cypher.MEMORIES_BY_ID, ids=[h.chunk_id for h in ranked])
         asking = {row["id"] for row in rows if message_text.asks(row["text"] or "")}
         weight = settings.MEMORY_ASKING_WEIGHT
         scores = {h.chunk_id: h.score * weight if h.chunk_id in asking else h.score for h in ranked}
