@@ -75,6 +75,8 @@ class MessageSearch:
         # messages of the scope (filters applied) in all and per author, once named_speaker has read them
         self._size: int | None = None
         self._per_author: dict[str, int] = {}
+        # messages read while ranking (asking_last), by id, as messages_hydrated returns them
+        self._rows: dict[str, dict[str, Any]] = {}
 
     def vector(self) -> list[float]:
         """The query's embedding: computed here, or taken from the Future `embed_early` started."""
@@ -311,11 +313,18 @@ class MessageSearch:
         others (docs/decisions.md, "Memory: turns that ask")."""
         if not ranked:
             return ranked
-        rows = self._timed("asking", cypher.MEMORIES_BY_ID, ids=[h.chunk_id for h in ranked])
-        asking = {row["id"] for row in rows if message_text.asks(row["text"] or "")}
+        # read whole, as results are: the `limit` kept need no second read (hydrated)
+        started = time.perf_counter()
+        self._rows = _rows_by_id(self.project_id, [h.chunk_id for h in ranked])
+        self.timings_ms["asking"] = (time.perf_counter() - started) * 1000
+        asking = {i for i, row in self._rows.items() if message_text.asks(row["text"] or "")}
         weight = settings.MEMORY_ASKING_WEIGHT
         scores = {h.chunk_id: h.score * weight if h.chunk_id in asking else h.score for h in ranked}
         return fusion.ordered(scores)[:limit]
+
+    def hydrated(self, hits: Hits) -> list[tuple[Candidate, dict[str, Any]]]:
+        """messages_hydrated for this search's hits, reading only the messages ranking did not."""
+        return messages_hydrated(project_id=self.project_id, hits=hits, known=self._rows)
 
     def ranked(self, mode: str, limit: int) -> Hits:
         """The scope's messages ranked by `mode` (not recency), at most `limit` (hybrid and graph may
@@ -562,19 +571,28 @@ def _with_fields(memory: dict[str, Any]) -> dict[str, Any]:
     return {**memory, "fields": message_metadata.from_pairs(pairs)}
 
 
-def messages_hydrated(*, project_id: str, hits: Hits) -> list[tuple[Candidate, dict[str, Any]]]:
+def _rows_by_id(project_id: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The project's messages among `ids`, with their properties and `fields`, by id."""
+    if not ids:
+        return {}
+    rows = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=ids)
+    return {r["memory"]["id"]: _with_fields(r["memory"]) for r in rows}
+
+
+def messages_hydrated(
+    *, project_id: str, hits: Hits, known: dict[str, dict[str, Any]] | None = None
+) -> list[tuple[Candidate, dict[str, Any]]]:
     """Each hit with its message's properties and `fields` (its caller's metadata), in the hits'
-    order; hits whose message is gone are left out."""
-    if not hits:
-        return []
-    rows = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=[h.chunk_id for h in hits])
-    by_id = {r["memory"]["id"]: _with_fields(r["memory"]) for r in rows}
+    order; hits whose message is gone are left out. Messages in `known` (read by the same search,
+    MessageSearch.hydrated) are not read again."""
+    known = known or {}
+    by_id = {**known, **_rows_by_id(project_id, [h.chunk_id for h in hits if h.chunk_id not in known])}
     return [(hit, by_id[hit.chunk_id]) for hit in hits if hit.chunk_id in by_id]
 
 
-def _memory_items(project_id: str, hits: Hits) -> list[MemoryItem]:
+def _memory_items(search: MessageSearch, hits: Hits) -> list[MemoryItem]:
     items = []
-    for hit, row in messages_hydrated(project_id=project_id, hits=hits):
+    for hit, row in search.hydrated(hits):
         items.append(
             MemoryItem(
                 id=row["id"],
@@ -730,7 +748,7 @@ def memories_search(
         vector=vector,
     )
     hits = search.memories(mode, top_k)
-    items = _memory_items(project_id, hits)
+    items = _memory_items(search, hits)
     if depth in ("summaries", "facts"):
         # walking up from the hits: their conversations' summaries first, ranked for the query (or
         # newest first when the query does not reach them), then other relevant summaries

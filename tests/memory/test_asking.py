@@ -88,3 +88,28 @@ def test_asking_weight_keeps_top_k_and_the_scope() -> None:
     # and another project's key cannot reach this project's memories at all
     foreign = other.client(other.write_key)
     assert msearch(foreign, pid, QUERY, {"user_id": "u1"}).status_code == 404
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("mode", ["hybrid", "graph"])
+def test_results_read_while_ranking_are_the_results_a_separate_read_gives(mode: str) -> None:
+    """With the weight below 1 the ranking reads the candidates whole and the results come from that
+    read; with it at 1 they are read after ranking. Every field but the score is the same."""
+    tenant = make_tenant(f"mem-asking-fields-{mode}")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    messages = [
+        user(MESSAGES[0], author_name="Ana", message_id="m-1", metadata={"topic": "travel", "n": 3}),
+        user(MESSAGES[1], author_name="Ben", timestamp="2023-05-08T13:56:00Z", metadata={"topic": "travel"}),
+        user(MESSAGES[2], message_id="m-3"),
+    ]
+    assert store(client, pid, messages, user_id="u1", thread_id="t1").status_code == 201
+
+    def items(weight: float) -> list[dict[str, Any]]:
+        with override_settings(MEMORY_ASKING_WEIGHT=weight):
+            response = msearch(client, pid, QUERY, {"user_id": "u1"}, mode=mode, min_score=0)
+        assert response.status_code == 200, response.content
+        return [{k: v for k, v in item.items() if k != "score"} for item in response.json()["items"]]
+
+    plain, folded = items(1.0), items(0.25)
+    assert len(plain) == 3 and any(item["fields"] for item in plain), plain
+    assert sorted(folded, key=lambda i: i["id"]) == sorted(plain, key=lambda i: i["id"])
