@@ -314,9 +314,7 @@ class MessageSearch:
         if not ranked:
             return ranked
         # read whole, as results are: the `limit` kept need no second read (hydrated)
-        started = time.perf_counter()
-        self._rows = _rows_by_id(self.project_id, [h.chunk_id for h in ranked])
-        self.timings_ms["asking"] = (time.perf_counter() - started) * 1000
+        self._rows = _by_id(self._timed("asking", cypher.MEMORIES_HYDRATE, ids=[h.chunk_id for h in ranked]))
         asking = {i for i, row in self._rows.items() if message_text.asks(row["text"] or "")}
         weight = settings.MEMORY_ASKING_WEIGHT
         scores = {h.chunk_id: h.score * weight if h.chunk_id in asking else h.score for h in ranked}
@@ -571,11 +569,8 @@ def _with_fields(memory: dict[str, Any]) -> dict[str, Any]:
     return {**memory, "fields": message_metadata.from_pairs(pairs)}
 
 
-def _rows_by_id(project_id: str, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """The project's messages among `ids`, with their properties and `fields`, by id."""
-    if not ids:
-        return {}
-    rows = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=ids)
+def _by_id(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """MEMORIES_HYDRATE's rows: each message with its properties and `fields`, by id."""
     return {r["memory"]["id"]: _with_fields(r["memory"]) for r in rows}
 
 
@@ -586,7 +581,9 @@ def messages_hydrated(
     order; hits whose message is gone are left out. Messages in `known` (read by the same search,
     MessageSearch.hydrated) are not read again."""
     known = known or {}
-    by_id = {**known, **_rows_by_id(project_id, [h.chunk_id for h in hits if h.chunk_id not in known])}
+    wanted = [h.chunk_id for h in hits if h.chunk_id not in known]
+    read = graph.read(cypher.MEMORIES_HYDRATE, project_id=project_id, ids=wanted) if wanted else []
+    by_id = {**known, **_by_id(read)}
     return [(hit, by_id[hit.chunk_id]) for hit in hits if hit.chunk_id in by_id]
 
 
