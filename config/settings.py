@@ -533,6 +533,20 @@ MEMORY_SPEAKER_MAX_AUTHORS = 64
 MEMORY_ASKING_WEIGHT = env.float("MEMORY_ASKING_WEIGHT", default=0.5)
 if not 0.0 <= MEMORY_ASKING_WEIGHT <= 1.0:
     raise ImproperlyConfigured("MEMORY_ASKING_WEIGHT must be between 0 and 1")
+# Sentence vectors (memory.vectors): a message of two or more sentences is embedded sentence by sentence
+# (at most MEMORY_SENTENCE_VECTORS_MAX vectors; longer ones in runs), its own vector their mean. Vector
+# ranking scores its first MEMORY_SENTENCE_CANDIDATES by mean + MEMORY_SENTENCE_WEIGHT x (best sentence -
+# mean). Weight chosen in simulation on locomo-dev (docs/decisions.md, "Sentence vectors").
+MEMORY_SENTENCE_VECTORS = env.bool("MEMORY_SENTENCE_VECTORS", default=True)
+MEMORY_SENTENCE_VECTORS_MAX = env.int("MEMORY_SENTENCE_VECTORS_MAX", default=16)
+MEMORY_SENTENCE_WEIGHT = env.float("MEMORY_SENTENCE_WEIGHT", default=0.5)
+MEMORY_SENTENCE_CANDIDATES = env.int("MEMORY_SENTENCE_CANDIDATES", default=100)
+if not 2 <= MEMORY_SENTENCE_VECTORS_MAX <= 64:
+    raise ImproperlyConfigured("MEMORY_SENTENCE_VECTORS_MAX must be between 2 and 64")
+if not 0.0 <= MEMORY_SENTENCE_WEIGHT <= 1.0:
+    raise ImproperlyConfigured("MEMORY_SENTENCE_WEIGHT must be between 0 and 1")
+if not 1 <= MEMORY_SENTENCE_CANDIDATES <= 1000:
+    raise ImproperlyConfigured("MEMORY_SENTENCE_CANDIDATES must be between 1 and 1000")
 # Graph-mode memory search (hybrid spread through shared mentions, memory.selectors.MessageSearch.expanded):
 # how many of hybrid's first hits pass their score on, the weight of what they pass, and the largest share
 # of the scope's messages a mention may be held by and still link them. Chosen on locomo-dev.

@@ -16,11 +16,11 @@ from typing import Any
 
 from django.conf import settings
 
-from core.embeddings import embed_soon, get_embedder
+from core.embeddings import embed_soon
 from core.errors import DependencyUnavailable, InvalidInput, PayloadTooLarge
 from core.llm.client import chat, llm_configured
 from knowledge.selectors import documents_brief
-from memory import text as message_text
+from memory import vectors as message_vectors
 from memory.conversation_search import conversation_sources, recent_items
 from memory.conversations import conversation_with_recent
 from memory.dto import MessageInput
@@ -258,12 +258,11 @@ class _Question:
 
     @staticmethod
     def _embedded_write(plan: StorePlan) -> dict[str, Any] | None:
-        # A stored message's vector is its line's (speaker, day, text: memory.text), not the query's.
+        # A stored message's vectors are its line's or sentences' (memory.vectors), not the query's.
         # The turn's processing job embeds it with the reply, as nothing in the turn searches it; with
         # processing off there is no job, so it is embedded here.
         if not settings.MEMORY_PROCESS_ON_STORE:
-            row = plan.rows[0]
-            row["embedding"] = get_embedder().embed_one(message_text.row_line(row))
+            message_vectors.set_on(plan.rows)
         return memories_store_write(plan)
 
     def stored(self) -> str | None:

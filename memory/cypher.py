@@ -201,16 +201,30 @@ _STORE_EMBEDDING = """
 WITH c, base, previous, m, row
 CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
 """
+# a message's sentences' vectors end to end (memory.vectors), float32 too; a row without has none
+_SENTENCE_EMBEDDINGS = """
+CALL (m, row) {
+  WITH m, row WHERE row.sentence_embeddings IS NOT NULL
+  CALL db.create.setNodeVectorProperty(m, 'sentence_embeddings', row.sentence_embeddings)
+}
+"""
 # A batch without references runs without the per-message subquery, which slows a large store
 # measurably even when every list is empty (bench/results/memory.json, client embeddings); a batch
 # whose embeddings the processing job writes (memories_store(embed_later=True)) sets none.
-# Keyed by (any references, any embeddings).
+# Keyed by (any references, any embeddings, any sentence vectors).
 STORE_STATEMENTS = {
-    (refs, embeds): _STORE.replace("{references}", _STORE_REFERENCES.lstrip("\n") if refs else "").replace(
-        "{embedding}", _STORE_EMBEDDING.lstrip("\n") if embeds else ""
+    (refs, embeds, sentences): _STORE.replace(
+        "{references}", _STORE_REFERENCES.lstrip("\n") if refs else ""
+    ).replace(
+        "{embedding}",
+        (_STORE_EMBEDDING.lstrip("\n") + (_SENTENCE_EMBEDDINGS.lstrip("\n") if sentences else ""))
+        if embeds
+        else "",
     )
     for refs in (False, True)
     for embeds in (False, True)
+    for sentences in (False, True)
+    if embeds or not sentences
 }
 
 # the processing job's embeddings of messages stored without one; a message whose text changed since
@@ -225,6 +239,10 @@ UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
 WHERE m.project_id = $project_id AND m.embedding IS NULL AND m.text = row.text
 CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
+CALL (m, row) {
+  WITH m, row WHERE row.sentence_embeddings IS NOT NULL
+  CALL db.create.setNodeVectorProperty(m, 'sentence_embeddings', row.sentence_embeddings)
+}
 RETURN count(m) AS embedded
 """
 
@@ -286,6 +304,17 @@ WITH m, vector.similarity.cosine(m.embedding, $vector) AS score
 RETURN m.id AS id, score
 ORDER BY score DESC, id
 LIMIT $limit
+"""
+
+# Each of these messages' sentence scores against $vector (memory.vectors: $dims floats per sentence);
+# messages without sentence vectors are not returned
+SENTENCE_SCORES = """
+UNWIND $ids AS wanted
+MATCH (m:Memory {id: wanted})
+WHERE m.project_id = $project_id AND m.sentence_embeddings IS NOT NULL
+WITH m.id AS id, m.sentence_embeddings AS flat
+RETURN id, [i IN range(0, size(flat) / $dims - 1)
+            | vector.similarity.cosine(flat[i * $dims..(i + 1) * $dims], $vector)] AS scores
 """
 
 # One project user's messages nearest $vector, filtered inside the vector index (approximate, HNSW);
@@ -879,7 +908,7 @@ UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
 WHERE m.project_id = $project_id
 SET m.text = row.text, m.author_name = row.author_name, m.embedding = row.embedding,
-    m.search_text = row.search_text, m.mention_keys = row.mention_keys,
+    m.sentence_embeddings = row.sentence_embeddings, m.search_text = row.search_text, m.mention_keys = row.mention_keys,
     m.anonymized = true, m.anonymized_at = $now, m.processed = true
 // string metadata goes (memory.metadata.anonymised): its properties set to null, the keys kept listed
 SET m += row.metadata_removed, m.metadata_keys = row.metadata_keys

@@ -12,10 +12,10 @@ from typing import Any
 from django.conf import settings
 
 from core import graph
-from core.embeddings import get_embedder
 from memory import cypher
 from memory import metadata as message_metadata
 from memory import text as message_text
+from memory import vectors as message_vectors
 from memory.services import now_iso
 
 
@@ -160,7 +160,7 @@ def messages_anonymised_write(*, project_id: str, rewrites: list[MessageRewrite]
         {"text": r.text, "role": r.role, "author_name": r.author_name, "timestamp": r.timestamp}
         for r in rewrites
     ]
-    vectors = get_embedder().embed([message_text.row_line(line) for line in lines])
+    vectors = message_vectors.message_vectors(lines)
     counts = _purge_derived(project_id, [r.id for r in rewrites])
     graph.write(
         cypher.MESSAGES_ANONYMISED_WRITE,
@@ -171,7 +171,8 @@ def messages_anonymised_write(*, project_id: str, rewrites: list[MessageRewrite]
                 "id": r.id,
                 "text": r.text,
                 "author_name": r.author_name,
-                "embedding": vector,
+                "embedding": vector.embedding,
+                "sentence_embeddings": vector.sentences,  # the original's go with it
                 **message_text.indexed(**line),
                 "metadata_removed": metadata.get(r.id, ({}, None))[0],
                 "metadata_keys": metadata.get(r.id, ({}, None))[1],

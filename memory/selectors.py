@@ -241,7 +241,44 @@ class MessageSearch:
 
     def vector_pair(self, limit: int, speaker: str | None) -> tuple[Hits, Hits]:
         """vector_memories, and the speaker's messages nearest the query (not gated again: the whole
-        scope's search decides relevance), from one exact scan when the scope is scanned exactly."""
+        scope's search decides relevance), from one exact scan when the scope is scanned exactly.
+        The first MEMORY_SENTENCE_CANDIDATES of each are scored by their sentences too
+        (sentence_rescored) before the first `limit` are kept."""
+        if settings.MEMORY_SENTENCE_WEIGHT <= 0:
+            return self._vector_pair(limit, speaker)
+        ranked, own = self._vector_pair(max(limit, settings.MEMORY_SENTENCE_CANDIDATES), speaker)
+        ranked, own = self.sentence_rescored(ranked, own)
+        return ranked[:limit], own[:limit]
+
+    def sentence_rescored(self, *lists: Hits) -> tuple[Hits, ...]:
+        """Each list re-ordered once each message with sentence vectors (memory.vectors) scores its
+        mean's score plus MEMORY_SENTENCE_WEIGHT times how far its best sentence scores above that:
+        a long turn is found by the one sentence a question is about. The gate and the floor have
+        judged the mean's scores already; a message's score only rises."""
+        ids = list({h.chunk_id for hits in lists for h in hits})
+        if not ids:
+            return lists
+        rows = self._timed(
+            "sentences",
+            cypher.SENTENCE_SCORES,
+            ids=ids,
+            vector=self.vector(),
+            dims=int(settings.EMBEDDINGS_DIMENSIONS),
+        )
+        best = {row["id"]: max(row["scores"]) for row in rows if row["scores"]}
+        if not best:
+            return lists
+        weight = settings.MEMORY_SENTENCE_WEIGHT
+
+        def rescored(hits: Hits) -> Hits:
+            scores = {
+                h.chunk_id: h.score + weight * max(0.0, best.get(h.chunk_id, h.score) - h.score) for h in hits
+            }
+            return fusion.ordered(scores)
+
+        return tuple(rescored(hits) for hits in lists)
+
+    def _vector_pair(self, limit: int, speaker: str | None) -> tuple[Hits, Hits]:
         if speaker is None:
             return self.vector_memories(limit), []
         if (self._size or 0) > settings.MEMORY_EXACT_SCAN_MAX:

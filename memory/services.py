@@ -41,6 +41,7 @@ from memory import embedding as memory_embedding
 from memory import metadata as message_metadata
 from memory import nodes as memory_nodes
 from memory import text as message_text
+from memory import vectors as message_vectors
 from memory.dto import ForgetResult, MessageInput, StoreResult
 from memory.indexes import ensure_memory_indexes
 from memory.models import MemoryErasure
@@ -309,6 +310,7 @@ def memories_store_plan(
             ),
             "token_count": count_tokens(m.text),
             "embedding": supplied.get(p),
+            "sentence_embeddings": None,  # a supplied embedding comes without (memory.vectors)
             "refs": references[p][0],
             "status": m.status,
             "metadata": message_metadata.stored_properties(m.metadata),
@@ -487,13 +489,11 @@ def _kept(messages: list[MessageInput]) -> tuple[list[tuple[int, MessageInput]],
 
 
 def _embed_missing(rows: list[dict[str, Any]]) -> None:
-    """Embed the lines (memory.text.line: speaker, day, text) of the rows that came without an
-    embedding."""
+    """Embed the rows that came without an embedding: their lines (memory.text.line: speaker, day,
+    text), or their sentences' (memory.vectors)."""
     missing = [row for row in rows if row["embedding"] is None]
     if missing:
-        vectors = get_embedder().embed([message_text.row_line(row) for row in missing])
-        for row, vector in zip(missing, vectors, strict=True):
-            row["embedding"] = vector
+        message_vectors.set_on(missing)
 
 
 def _references(
@@ -534,7 +534,11 @@ def _store_rows(
     project_id: str, scope: Scope, project: Project, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
     statement = cypher.STORE_STATEMENTS[
-        (any(row["refs"] for row in rows), any(row["embedding"] is not None for row in rows))
+        (
+            any(row["refs"] for row in rows),
+            any(row["embedding"] is not None for row in rows),
+            any(row.get("sentence_embeddings") is not None for row in rows),
+        )
     ]
     return graph.write(
         statement,
@@ -782,11 +786,11 @@ def memories_embed_pending(*, project_id: str, memory_ids: list[str]) -> int:
     rows = graph.read(cypher.EMBEDDING_PENDING, project_id=project_id, ids=memory_ids)
     if not rows:
         return 0
-    vectors = get_embedder().embed([message_text.row_line(r) for r in rows])
+    message_vectors.set_on(rows)
     written = graph.write(
         cypher.EMBEDDING_SET,
         project_id=project_id,
-        rows=[{"id": r["id"], "text": r["text"], "embedding": v} for r, v in zip(rows, vectors, strict=True)],
+        rows=[{k: r[k] for k in ("id", "text", "embedding", "sentence_embeddings")} for r in rows],
     )
     return int(written[0]["embedded"]) if written else 0
 

@@ -112,14 +112,20 @@ _CLOSING = "\"')]}\u00bb\u201d\u2019 "
 ASKING_MAX_STATED_WORDS = 12
 
 
+def sentences(text: str) -> list[str]:
+    """A message's sentences: split after `.`, `!` and `?` (and their full-width and Arabic forms)
+    followed by white space; empty ones dropped."""
+    return [s for s in _SENTENCE_BREAK.split(text.strip()) if s.strip()]
+
+
 def asks(text: str) -> bool:
     """Whether a message mostly asks: one of its sentences is a question and the others hold fewer
     than ASKING_MAX_STATED_WORDS words together ("Cool! What did it look like?", but not "I went to
     the support group yesterday and it was so powerful. How was yours?"). A turn that asks seldom
     holds what a later question is after (docs/decisions.md, "Memory: turns that ask")."""
-    sentences = [s for s in _SENTENCE_BREAK.split(text.strip()) if s]
-    stated = [s for s in sentences if not s.rstrip(_CLOSING).endswith(_QUESTION_MARKS)]
-    return len(stated) < len(sentences) and sum(len(words(s)) for s in stated) < ASKING_MAX_STATED_WORDS
+    said = sentences(text)
+    stated = [s for s in said if not s.rstrip(_CLOSING).endswith(_QUESTION_MARKS)]
+    return len(stated) < len(said) and sum(len(words(s)) for s in stated) < ASKING_MAX_STATED_WORDS
 
 
 MENTION_KEYS_MAX = 64

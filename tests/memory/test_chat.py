@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from core import graph
-from core.embeddings import get_embedder
 from core.models import Job
 from core.runtime.redis_client import get_redis
 from knowledge.dto import DocumentInput
 from memory.tasks import memory_process
-from memory.text import row_line
+from memory.vectors import message_vectors
 from tests.conftest import Tenant, make_tenant
 from tests.memory.helpers import count, msearch, store, user
 from tests.retrieval.helpers import ingest_now
@@ -138,12 +137,13 @@ def test_one_job_processes_both_messages_and_embeds_the_reply(settings) -> None:
     assert _embedded(body["conversation_id"]) == {question: True, reply: True}
     found = msearch(client, pid, body["answer"], {"user_id": "ana"}, mode="vector", top_k=1).json()
     assert [item["id"] for item in found["items"]] == [reply]
-    # the embedding of the reply's line: its speaker, day and text (memory.text)
+    # the embedding of the reply's line (its speaker, day and text: memory.text), or of its sentences'
+    # lines (memory.vectors)
     stored = graph.read(
         "MATCH (m:Memory {id: $id}) RETURN m {.text, .role, .author_name, .timestamp} AS m, m.embedding AS v",
         id=reply,
     )[0]
-    expected = np.asarray(get_embedder().embed_one(row_line(stored["m"])))
+    expected = np.asarray(message_vectors([stored["m"]])[0].embedding)
     assert stored["m"]["role"] == "assistant"
     assert (
         float(np.dot(stored["v"], expected) / np.linalg.norm(stored["v"]) / np.linalg.norm(expected)) > 0.999

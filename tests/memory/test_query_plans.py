@@ -41,6 +41,7 @@ INTS = {
     "summarized_seq",
     "tokens",
     "neighbours",
+    "dims",
 }
 BOOLS = {"force_anonymise", "only_plain", "set_retention", "set_expires"}
 
