@@ -572,18 +572,19 @@ _LINKS = {
 }
 
 
+_VECTORS = ("embedding", "sentence_embeddings")  # a node's vectors are never shown
+
+
 def _sections(kind: str, detail: dict[str, Any]) -> list[dict[str, Any]]:
     """The detail as page sections: the node's properties, then one table per neighbour list."""
     sections: list[dict[str, Any]] = []
     for name, value in detail.items():
         if isinstance(value, dict):
-            props = {
-                k: v for k, v in sorted(value.items()) if k not in ("scope_tokens", "_lock", "embedding")
-            }
+            props = {k: v for k, v in sorted(value.items()) if k not in ("scope_tokens", "_lock", *_VECTORS)}
             sections.insert(0, {"title": name, "props": props})
         elif isinstance(value, list):
             rows = [r for r in value if isinstance(r, dict)]
-            columns = list(dict.fromkeys(k for r in rows for k in r if k != "embedding"))
+            columns = list(dict.fromkeys(k for r in rows for k in r if k not in _VECTORS))
             sections.append(
                 {
                     "title": f"{name} ({len(rows)})",

@@ -84,7 +84,7 @@ MEMORY_DETAIL = """
 MATCH (m:Memory {id: $id})
 OPTIONAL MATCH (d)-[:EXTRACTED_FROM]->(m)
 OPTIONAL MATCH (m)-[:MENTIONS]->(e:Entity)
-RETURN m {.*, embedding: null} AS memory,
+RETURN m {.*, embedding: null, sentence_embeddings: null} AS memory,
        collect(DISTINCT d {.id, .text, kind: labels(d)[0]}) AS derived,
        collect(DISTINCT e {.id, .name, .type}) AS entities
 """
@@ -149,7 +149,9 @@ RETURN COUNT { MATCH (:Chunk {project_id: $project_id}) } AS chunks,
 # Labels and relationship types are checked against the graph view's whitelist before they are formatted
 # into these queries; every neighbour shares the node's project (tenancy is a property, never crossed).
 
-GRAPH_NODE = "MATCH (n:{label} {{id: $id}}) RETURN n {{.*, embedding: null}} AS node"
+GRAPH_NODE = (
+    "MATCH (n:{label} {{id: $id}}) RETURN n {{.*, embedding: null, sentence_embeddings: null}} AS node"
+)
 
 GRAPH_GROUPS = """
 MATCH (n:{label} {{id: $id}})
@@ -169,7 +171,7 @@ GRAPH_GROUP_PAGE = """
 MATCH (n:{label} {{id: $id}})
 MATCH {pattern} WHERE m.project_id = n.project_id AND m.id > $after
 WITH DISTINCT m ORDER BY m.id LIMIT $limit
-RETURN m {{.*, embedding: null}} AS node
+RETURN m {{.*, embedding: null, sentence_embeddings: null}} AS node
 """
 
 # a project's entry to the graph: its top communities (no parent) and its documents
@@ -183,11 +185,11 @@ GRAPH_PROJECT_PAGE = {
     "top_communities": """
 MATCH (m:Community {project_id: $id}) WHERE NOT (m)-[:IN_COMMUNITY]->(:Community) AND m.id > $after
 WITH m ORDER BY m.id LIMIT $limit
-RETURN m {.*, embedding: null} AS node
+RETURN m {.*, embedding: null, sentence_embeddings: null} AS node
 """,
     "documents": """
 MATCH (m:Document {project_id: $id}) WHERE m.id > $after
 WITH m ORDER BY m.id LIMIT $limit
-RETURN m {.*, embedding: null} AS node
+RETURN m {.*, embedding: null, sentence_embeddings: null} AS node
 """,
 }

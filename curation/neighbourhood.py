@@ -40,7 +40,7 @@ KIND_LABELS = {kind: label for label, kind in LABELS.items() if kind}
 _TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 _MAX_ID = 200
 _MAX_TEXT = 400
-_HIDDEN = {"embedding", "scope_tokens", "_lock", "mention_keys"}
+_HIDDEN = {"embedding", "sentence_embeddings", "scope_tokens", "_lock", "mention_keys"}
 
 
 @dataclass(frozen=True)

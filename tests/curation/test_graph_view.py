@@ -201,3 +201,31 @@ def test_the_graph_view_needs_its_permission_and_is_linked_from_detail_pages(ten
     dashboard = curator.get(f"/admin/core/project/{tenant_a.project.id}/dashboard/").content.decode()
     assert f'href="/admin/curation/graphcontent/graph/Project/{tenant_a.project.id}/"' in dashboard
     assert curator.get("/admin/curation/graphcontent/graph/Nope/x/").status_code == 400
+
+
+def test_a_messages_vectors_are_never_shown(tenant_a: Tenant) -> None:
+    """A message of several sentences carries its sentences' vectors (memory.vectors): neither they
+    nor its embedding appear in the graph view or on its detail page."""
+    from tests.memory.helpers import store, user
+
+    pid = tenant_a.project.id
+    body = store(
+        tenant_a.client(tenant_a.write_key),
+        pid,
+        [user("The crane arrived on Monday. It lifts forty tonnes. The harbour master signed for it.")],
+        user_id="ana",
+    ).json()
+    memory_id = body["stored"][0]["id"]
+    held = graph.read(
+        "MATCH (m:Memory {id: $id}) RETURN size(m.sentence_embeddings) AS n, m.embedding IS NOT NULL AS e",
+        id=memory_id,
+    )[0]
+    assert held == {"n": 3 * 384, "e": True}
+    curator = _curator()
+    node = _neighbours(curator, "Memory", memory_id).json()["node"]
+    assert node["id"] == memory_id
+    assert not {"embedding", "sentence_embeddings"} & set(node["properties"])
+    page = curator.get(f"/admin/curation/graphcontent/memories/{memory_id}/")
+    assert page.status_code == 200
+    assert b"The crane arrived" in page.content
+    assert b"sentence_embeddings" not in page.content and b"embedding" not in page.content
