@@ -234,17 +234,17 @@ UNWIND $ids AS wanted
 MATCH (m:Memory {id: wanted}) WHERE m.project_id = $project_id AND m.embedding IS NULL
 RETURN m.id AS id, m.text AS text, m.role AS role, m.author_name AS author_name, m.timestamp AS timestamp
 """
-EMBEDDING_SET = """
+EMBEDDING_SET = (
+    """
 UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
 WHERE m.project_id = $project_id AND m.embedding IS NULL AND m.text = row.text
 CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
-CALL (m, row) {
-  WITH m, row WHERE row.sentence_embeddings IS NOT NULL
-  CALL db.create.setNodeVectorProperty(m, 'sentence_embeddings', row.sentence_embeddings)
-}
-RETURN count(m) AS embedded
 """
+    + _SENTENCE_EMBEDDINGS.lstrip("\n")
+    + """RETURN count(m) AS embedded
+"""
+)
 
 
 # --- search ----------------------------------------------------------------------------------------
@@ -901,14 +901,15 @@ REMOVE c._lock
 RETURN sum(size(ms)) AS deleted
 """
 
-# Anonymised text replaces the original in one statement per batch: text, author, embedding and the
-# flag change together, so no message is ever half-anonymised; its entity mentions go.
+# Anonymised text replaces the original in one statement per batch: text, author, embedding, sentence vectors
+# and the flag change together, so no message is ever half-anonymised; its entity mentions go.
 MESSAGES_ANONYMISED_WRITE = """
 UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
 WHERE m.project_id = $project_id
 SET m.text = row.text, m.author_name = row.author_name, m.embedding = row.embedding,
-    m.sentence_embeddings = row.sentence_embeddings, m.search_text = row.search_text, m.mention_keys = row.mention_keys,
+    m.sentence_embeddings = row.sentence_embeddings,
+    m.search_text = row.search_text, m.mention_keys = row.mention_keys,
     m.anonymized = true, m.anonymized_at = $now, m.processed = true
 // string metadata goes (memory.metadata.anonymised): its properties set to null, the keys kept listed
 SET m += row.metadata_removed, m.metadata_keys = row.metadata_keys
