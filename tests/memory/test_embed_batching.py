@@ -5,32 +5,18 @@ at a time, in the order a test chooses; their Celery messages are dropped from R
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from core import graph
 from core.models import Job
-from core.runtime.redis_client import get_redis
 from memory import services
 from memory.embedding import claim_queued
 from tests.conftest import make_tenant
 from tests.memory.helpers import user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("celery_worker_process")]
-
-HELD = "held-memory-jobs"  # no worker consumes this queue
-
-
-@pytest.fixture
-def held(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
-    settings.MEMORY_QUEUE = HELD
-    yield
-    redis = get_redis()
-    redis.delete(HELD)
-    for key in redis.scan_iter("memory:embed-claim:*"):
-        redis.delete(key)
 
 
 def _store(tenant: Any, thread: str, n: int) -> str:

@@ -6,7 +6,6 @@ comes without. On the real stack, with the local model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,6 @@ from django.test import override_settings
 
 from core import graph
 from core.embeddings import get_embedder
-from core.runtime.redis_client import get_redis
 from memory import services
 from memory.retention import MessageRewrite, messages_anonymised_write
 from memory.text import line, sentences
@@ -167,19 +165,6 @@ def test_hybrid_and_graph_rank_with_the_rescored_vector_side(mode: str) -> None:
     body = response.json()
     assert "sentences" in body["timings_ms"]
     assert body["items"][0]["text"] == LONG
-
-
-HELD = "held-sentence-jobs"  # no worker consumes this queue
-
-
-@pytest.fixture
-def held(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
-    settings.MEMORY_QUEUE = HELD
-    yield
-    redis = get_redis()
-    redis.delete(HELD)
-    for key in redis.scan_iter("memory:embed-claim:*"):
-        redis.delete(key)
 
 
 @pytest.mark.django_db(transaction=True)
