@@ -541,12 +541,16 @@ MEMORY_SENTENCE_VECTORS = env.bool("MEMORY_SENTENCE_VECTORS", default=True)
 MEMORY_SENTENCE_VECTORS_MAX = env.int("MEMORY_SENTENCE_VECTORS_MAX", default=16)
 MEMORY_SENTENCE_WEIGHT = env.float("MEMORY_SENTENCE_WEIGHT", default=0.5)
 MEMORY_SENTENCE_CANDIDATES = env.int("MEMORY_SENTENCE_CANDIDATES", default=100)
+# a sentence of fewer words joins its neighbour instead of being embedded alone (1: every sentence alone)
+MEMORY_SENTENCE_MIN_WORDS = env.int("MEMORY_SENTENCE_MIN_WORDS", default=5)
 if not 2 <= MEMORY_SENTENCE_VECTORS_MAX <= 64:
     raise ImproperlyConfigured("MEMORY_SENTENCE_VECTORS_MAX must be between 2 and 64")
 if not 0.0 <= MEMORY_SENTENCE_WEIGHT <= 1.0:
     raise ImproperlyConfigured("MEMORY_SENTENCE_WEIGHT must be between 0 and 1")
 if not 1 <= MEMORY_SENTENCE_CANDIDATES <= 1000:
     raise ImproperlyConfigured("MEMORY_SENTENCE_CANDIDATES must be between 1 and 1000")
+if not 1 <= MEMORY_SENTENCE_MIN_WORDS <= 50:
+    raise ImproperlyConfigured("MEMORY_SENTENCE_MIN_WORDS must be between 1 and 50")
 # Graph-mode memory search (hybrid spread through shared mentions, memory.selectors.MessageSearch.expanded):
 # how many of hybrid's first hits pass their score on, the weight of what they pass, and the largest share
 # of the scope's messages a mention may be held by and still link them. Chosen on locomo-dev.

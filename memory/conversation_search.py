@@ -119,12 +119,17 @@ def _past(
         return []
     scope = Scope(user_id=conversation.user_id)
     search = MessageSearch(project_id=project_id, scope=scope, query=query, vector=_resolved(vector))
+    rescoring = settings.MEMORY_SENTENCE_WEIGHT > 0
+    fetch = max(limits.past, settings.MEMORY_SENTENCE_CANDIDATES) if rescoring else limits.past
     hits = search.user_vector_memories(
-        limits.past, where=cypher.PAST_MESSAGES_WHERE, current_conversation=conversation.conversation_id
+        fetch, where=cypher.PAST_MESSAGES_WHERE, current_conversation=conversation.conversation_id
     )
-    return _message_items(
-        project_id, [h for h in hits if h.score >= limits.min_similarity], "past_conversation"
-    )
+    # the threshold judges a message's own vector (its sentences' mean); its best sentence then only
+    # raises its score, as in memory search (MessageSearch.sentence_rescored)
+    similar = [h for h in hits if h.score >= limits.min_similarity]
+    if rescoring:
+        similar = search.sentence_rescored(similar)[0]
+    return _message_items(project_id, similar[: limits.past], "past_conversation")
 
 
 def _referenced(project_id: str, vector: VectorLike, past: list[SearchItem], limit: int) -> list[SearchItem]:

@@ -212,7 +212,11 @@ def test_a_messages_vectors_are_never_shown(tenant_a: Tenant) -> None:
     body = store(
         tenant_a.client(tenant_a.write_key),
         pid,
-        [user("The crane arrived on Monday. It lifts forty tonnes. The harbour master signed for it.")],
+        [
+            user(
+                "The crane arrived on Monday. It lifts forty tonnes of steel. The harbour master signed for it."
+            )
+        ],
         user_id="ana",
     ).json()
     memory_id = body["stored"][0]["id"]

@@ -17,7 +17,7 @@ from core.embeddings import get_embedder
 from memory import services
 from memory.retention import MessageRewrite, messages_anonymised_write
 from memory.text import line, sentences
-from memory.vectors import pieces
+from memory.vectors import folded, pieces
 from tests.conftest import make_tenant
 from tests.memory.helpers import msearch, store, user
 
@@ -45,17 +45,40 @@ def test_a_message_is_embedded_as_its_line_or_as_one_line_per_sentence(settings)
     assert sentences("  ") == [] and sentences("No break.Here") == ["No break.Here"]
     assert sentences("你好。今天很好！ 谢谢") == ["你好。今天很好！", "谢谢"]
     assert pieces(_row(SHORT)) == [line(**_row(SHORT))]
+    # a sentence of fewer than MEMORY_SENTENCE_MIN_WORDS (5) words joins the one after it
+    thanks, *rest = sentences(LONG)
+    assert pieces(_row(LONG)) == [
+        line(**{**_row(LONG), "text": s}) for s in [f"{thanks} {rest[0]}", *rest[1:]]
+    ]
+    settings.MEMORY_SENTENCE_MIN_WORDS = 1
     assert pieces(_row(LONG)) == [line(**{**_row(LONG), "text": s}) for s in sentences(LONG)]
+    settings.MEMORY_SENTENCE_MIN_WORDS = 5
     # past the most vectors a message may have, its sentences go in runs, in order, none lost
     settings.MEMORY_SENTENCE_VECTORS_MAX = 3
-    many = " ".join(f"Sentence number {i}." for i in range(8))
+    many = " ".join(f"Here is the sentence number {i}." for i in range(8))
     runs = pieces(_row(many))
     assert len(runs) == 3
     prefix = line(**{**_row(many), "text": ""})
     assert " ".join(r[len(prefix) :] for r in runs) == many
-    assert [r.count("Sentence") for r in runs] == [3, 3, 2]
+    assert [r.count("sentence number") for r in runs] == [3, 3, 2]
     settings.MEMORY_SENTENCE_VECTORS = False
     assert pieces(_row(LONG)) == [line(**_row(LONG))]
+
+
+@pytest.mark.unit
+def test_short_sentences_join_a_neighbour_and_a_message_of_short_ones_is_one_line(settings) -> None:  # type: ignore[no-untyped-def]
+    assert folded(["Wow!", "You went to Paris in May?"], 5) == ["Wow! You went to Paris in May?"]
+    assert folded(["I went to Paris in May.", "So fun!"], 5) == ["I went to Paris in May. So fun!"]
+    assert folded(["Oh.", "Wow.", "You went to Paris in May?", "Nice."], 5) == [
+        "Oh. Wow. You went to Paris in May? Nice."
+    ]
+    long_one, other = "I went to Paris in May.", "My sister Lena moved to Stockholm."
+    assert folded([long_one, "Yes!", other], 5) == [long_one, f"Yes! {other}"]
+    assert folded([long_one, other], 5) == [long_one, other]
+    assert folded(["Hi."], 5) == ["Hi."] and folded([], 5) == []
+    assert folded(["Hi.", "Yo."], 1) == ["Hi.", "Yo."]
+    chatter = "Hi! Thanks so much. See you soon!"  # every sentence short: one line, one vector
+    assert pieces(_row(chatter)) == [line(**_row(chatter))]
 
 
 def _vectors(project_id: str) -> dict[str, dict[str, Any]]:
@@ -197,7 +220,7 @@ def test_with_processing_off_a_store_embeds_its_sentences_itself(settings) -> No
 def test_anonymising_replaces_the_sentence_vectors_of_the_original() -> None:
     tenant = make_tenant("mem-sentences-anonymise")
     client, pid = tenant.client(tenant.write_key), tenant.project.id
-    greeting = "Good morning! I adopted a cat named Pixel from the shelter on Elm Street."
+    greeting = "Good morning to you all! I adopted a cat named Pixel from the shelter on Elm Street."
     body = store(client, pid, _messages(LONG, greeting), user_id="u1").json()
     long_id, greeting_id = (s["id"] for s in body["stored"])
     assert all(r["sentences"] is not None for r in _vectors(pid).values())
@@ -212,10 +235,59 @@ def test_anonymising_replaces_the_sentence_vectors_of_the_original() -> None:
     )
     stored = _vectors(pid)
     assert set(stored) == {anonymised_long, anonymised_greeting}
-    lines = [
-        line(text=s, role="user", author_name="[PERSON]", timestamp=DAY) for s in sentences(anonymised_long)
-    ]
+    lines = pieces({"text": anonymised_long, "role": "user", "author_name": "[PERSON]", "timestamp": DAY})
+    assert len(lines) == 3
     expected = np.asarray(get_embedder().embed(lines), dtype=np.float32)
     got = np.asarray(stored[anonymised_long]["sentences"], dtype=np.float32).reshape(expected.shape)
     assert np.allclose(got, expected, atol=1e-5)
     assert stored[anonymised_greeting]["sentences"] is None
+
+
+@pytest.mark.django_db
+def test_conversation_aware_search_scores_past_messages_by_their_best_sentence_too() -> None:
+    """The `past_conversation` source (memory.conversation_search) judges its threshold on a message's
+    own vector, then rescores as memory search does; another user's past never comes back."""
+    from memory.conversation_search import _limits, _past
+    from retrieval.conversation import ConversationQuery
+
+    tenant = make_tenant("mem-sentences-conversation")
+    client, pid = tenant.client(tenant.write_key), tenant.project.id
+    own = set()
+    near = "Lena sent me photos of her new flat in Stockholm near the architecture school."  # one sentence
+    for text, thread in ((LONG, "t1"), (near, "t2")):
+        response = store(client, pid, _messages(text), user_id="u1", thread_id=thread)
+        assert response.status_code == 201, response.content
+        own.add(response.json()["conversation_id"])
+    assert store(client, pid, _messages(LONG), user_id="u2", thread_id="t1").status_code == 201
+    current = store(client, pid, _messages("Where was I?"), user_id="u1", thread_id="t3").json()
+    query = ConversationQuery(
+        conversation_id=current["conversation_id"], user_id="u1", min_similarity=0.0, past=5
+    )
+    vector = get_embedder().embed_one(QUERY)
+
+    def past(weight: float) -> dict[str, float]:
+        with override_settings(MEMORY_SENTENCE_WEIGHT=weight):
+            items = _past(pid, QUERY, vector, query, _limits(query))
+        assert {item.conversation_id for item in items} == own  # not u2's, not the current one
+        return {item.text: item.score for item in items}
+
+    plain, rescored = past(0.0), past(0.5)
+    assert set(plain) == set(rescored) == {LONG, near}
+    mean, per_sentence = _expected(LONG)
+    assert per_sentence is not None
+    q = np.asarray(vector, dtype=np.float64)
+    best = max(
+        float((1 + v.astype(np.float64) @ q / np.linalg.norm(v) / np.linalg.norm(q)) / 2)
+        for v in per_sentence
+    )
+    assert plain[LONG] == pytest.approx(
+        float((1 + mean @ q / np.linalg.norm(mean) / np.linalg.norm(q)) / 2), abs=1e-4
+    )
+    assert best > plain[LONG] + 0.01  # the sentence about Lena is nearer than the whole turn
+    assert rescored[LONG] == pytest.approx(plain[LONG] + 0.5 * (best - plain[LONG]), abs=1e-4)
+    assert rescored[near] == pytest.approx(plain[near], abs=1e-6)
+    # the threshold is judged on the message's own vector: a rise past it does not let a message in
+    strict = ConversationQuery(
+        conversation_id=current["conversation_id"], user_id="u1", min_similarity=plain[LONG] + 1e-4, past=5
+    )
+    assert LONG not in {item.text for item in _past(pid, QUERY, vector, strict, _limits(strict))}
