@@ -43,6 +43,10 @@ def _resolved(vector: VectorLike) -> list[float]:
     return vector.result() if isinstance(vector, Future) else vector
 
 
+# past-conversation candidates rescored by their sentences, per past message returned
+_RESCORED_PER_PAST = 4
+
+
 @dataclass(frozen=True)
 class _Limits:
     past: int
@@ -120,7 +124,10 @@ def _past(
     scope = Scope(user_id=conversation.user_id)
     search = MessageSearch(project_id=project_id, scope=scope, query=query, vector=_resolved(vector))
     rescoring = settings.MEMORY_SENTENCE_WEIGHT > 0
-    fetch = max(limits.past, settings.MEMORY_SENTENCE_CANDIDATES) if rescoring else limits.past
+    # a few times `past` are rescored: asking the user-filtered index for more than it first returns
+    # (RETRIEVAL_INDEX_MIN_CANDIDATES, less the current and private conversations) would widen it
+    fetch = max(limits.past, min(_RESCORED_PER_PAST * limits.past, settings.MEMORY_SENTENCE_CANDIDATES))
+    fetch = fetch if rescoring else limits.past
     hits = search.user_vector_memories(
         fetch, where=cypher.PAST_MESSAGES_WHERE, current_conversation=conversation.conversation_id
     )
