@@ -66,7 +66,7 @@ def test_a_message_is_embedded_as_its_line_or_as_one_line_per_sentence(settings)
 
 
 @pytest.mark.unit
-def test_short_sentences_join_a_neighbour_and_a_message_of_short_ones_is_one_line(settings) -> None:  # type: ignore[no-untyped-def]
+def test_short_sentences_join_a_neighbour_and_a_message_of_short_ones_is_one_line() -> None:
     assert folded(["Wow!", "You went to Paris in May?"], 5) == ["Wow! You went to Paris in May?"]
     assert folded(["I went to Paris in May.", "So fun!"], 5) == ["I went to Paris in May. So fun!"]
     assert folded(["Oh.", "Wow.", "You went to Paris in May?", "Nice."], 5) == [
@@ -97,6 +97,12 @@ def _expected(text: str) -> tuple[np.ndarray, np.ndarray | None]:
         return vectors[0], None
     mean = vectors.mean(axis=0)
     return mean / np.linalg.norm(mean), vectors
+
+
+def _neo4j_cosine(vector: np.ndarray, query: list[float]) -> float:
+    """Neo4j's vector.similarity.cosine of the two, (1 + cos) / 2, computed here in float64."""
+    v, q = vector.astype(np.float64), np.asarray(query, dtype=np.float64)
+    return float((1 + v @ q / (np.linalg.norm(v) * np.linalg.norm(q))) / 2)
 
 
 def _check_stored(project_id: str, texts: list[str]) -> None:
@@ -156,15 +162,12 @@ def test_vector_ranking_scores_a_long_message_by_its_best_sentence_too() -> None
     assert "sentences" in timings
     assert rescored.keys() == plain.keys() == set(ids.values())
 
-    query = np.asarray(get_embedder().embed_one(QUERY), dtype=np.float64)
-
-    def neo4j_cosine(vector: np.ndarray) -> float:  # vector.similarity.cosine: (1 + cos) / 2
-        return float((1 + vector @ query / (np.linalg.norm(vector) * np.linalg.norm(query))) / 2)
+    query = get_embedder().embed_one(QUERY)
 
     mean, per_sentence = _expected(LONG)
     assert per_sentence is not None
-    best = max(neo4j_cosine(v.astype(np.float64)) for v in per_sentence)
-    assert plain[ids[LONG]] == pytest.approx(neo4j_cosine(mean.astype(np.float64)), abs=1e-4)
+    best = max(_neo4j_cosine(v, query) for v in per_sentence)
+    assert plain[ids[LONG]] == pytest.approx(_neo4j_cosine(mean, query), abs=1e-4)
     assert best > plain[ids[LONG]]  # the sentence about Lena is nearer than the whole turn
     expected = plain[ids[LONG]] + 0.5 * (best - plain[ids[LONG]])
     assert rescored[ids[LONG]] == pytest.approx(expected, abs=1e-4)
@@ -275,14 +278,8 @@ def test_conversation_aware_search_scores_past_messages_by_their_best_sentence_t
     assert set(plain) == set(rescored) == {LONG, near}
     mean, per_sentence = _expected(LONG)
     assert per_sentence is not None
-    q = np.asarray(vector, dtype=np.float64)
-    best = max(
-        float((1 + v.astype(np.float64) @ q / np.linalg.norm(v) / np.linalg.norm(q)) / 2)
-        for v in per_sentence
-    )
-    assert plain[LONG] == pytest.approx(
-        float((1 + mean @ q / np.linalg.norm(mean) / np.linalg.norm(q)) / 2), abs=1e-4
-    )
+    best = max(_neo4j_cosine(v, vector) for v in per_sentence)
+    assert plain[LONG] == pytest.approx(_neo4j_cosine(mean, vector), abs=1e-4)
     assert best > plain[LONG] + 0.01  # the sentence about Lena is nearer than the whole turn
     assert rescored[LONG] == pytest.approx(plain[LONG] + 0.5 * (best - plain[LONG]), abs=1e-4)
     assert rescored[near] == pytest.approx(plain[near], abs=1e-6)
