@@ -126,8 +126,11 @@ def _past(
     rescoring = settings.MEMORY_SENTENCE_WEIGHT > 0
     # a few times `past` are rescored: asking the user-filtered index for more than it first returns
     # (RETRIEVAL_INDEX_MIN_CANDIDATES, less the current and private conversations) would widen it
-    fetch = max(limits.past, min(_RESCORED_PER_PAST * limits.past, settings.MEMORY_SENTENCE_CANDIDATES))
-    fetch = fetch if rescoring else limits.past
+    fetch = (
+        max(limits.past, min(_RESCORED_PER_PAST * limits.past, settings.MEMORY_SENTENCE_CANDIDATES))
+        if rescoring
+        else limits.past
+    )
     hits = search.user_vector_memories(
         fetch, where=cypher.PAST_MESSAGES_WHERE, current_conversation=conversation.conversation_id
     )

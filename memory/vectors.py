@@ -55,12 +55,15 @@ def folded(sentences: list[str], min_words: int) -> list[str]:
     a short last one to the sentence before: ["Wow!", "You went to Paris?"] -> ["Wow! You went to
     Paris?"]. Words are counted as memory.text.words counts them."""
     out: list[str] = []
+    counts: list[int] = []  # words of each piece of `out`, kept as pieces grow
     for sentence in sentences:
-        if out and len(message_text.words(out[-1])) < min_words:
-            out[-1] = f"{out[-1]} {sentence}"
+        count = len(message_text.words(sentence))
+        if out and counts[-1] < min_words:
+            out[-1], counts[-1] = f"{out[-1]} {sentence}", counts[-1] + count
         else:
             out.append(sentence)
-    if len(out) > 1 and len(message_text.words(out[-1])) < min_words:
+            counts.append(count)
+    if len(out) > 1 and counts[-1] < min_words:
         last = out.pop()
         out[-1] = f"{out[-1]} {last}"
     return out

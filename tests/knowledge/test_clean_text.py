@@ -34,7 +34,9 @@ def test_cleaning_grows_linearly_on_adversarial_input(unit: str) -> None:
     small = unit * (200_000 // len(unit)) + "\nend"
     large = unit * (2_000_000 // len(unit)) + "\nend"
     ratio = _best_of(7, large) / max(_best_of(7, small), 1e-6)
-    assert ratio <= 15, f"10x the input took {ratio:.1f}x the time"
+    # quadratic work takes ~100x; linear work ~10x, up to ~17x seen when the large input's 700,000
+    # lines leave the CPU's caches (a 2-core CI machine under the rest of the suite)
+    assert ratio <= 40, f"10x the input took {ratio:.1f}x the time"
 
 
 def test_cleaning_keeps_its_meaning() -> None:
