@@ -19,7 +19,11 @@ def SCHEMA() -> list[str]:  # noqa: N802 - the schema hook name shared by all ap
         "DROP INDEX chunk_text IF EXISTS",
         "CREATE FULLTEXT INDEX chunk_fulltext IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text, c.project_id, c.document_id]",
         "CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.description]",
-        vector.format(name="chunk_embedding", label="Chunk", dims=dims),
+        # No vector index spans every project's chunks: a small project is scanned exactly and a large
+        # one has its own index (knowledge.tenancy), so a database-wide HNSW graph served only the
+        # minutes before a large project's own index came online, and cost every chunk written an
+        # HNSW insert at commit (60 % of Neo4j's CPU in an import, docs/benchmarks.md).
+        "DROP INDEX chunk_embedding IF EXISTS",
         # Entities keep their name embeddings (entity resolution compares them in Python), but no
         # query searches them by vector, so an HNSW index on them would cost every ingestion and
         # community rebuild an insert per entity for nothing. Seed 002 names vector

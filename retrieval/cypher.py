@@ -11,9 +11,7 @@ from __future__ import annotations
 SCOPE_SIZE = """
 MATCH (c:Chunk {project_id: $project_id})
 WHERE $document_ids IS NULL OR c.document_id IN $document_ids
-WITH count(c) AS size
-CALL () { MATCH (every:Chunk) RETURN count(every) AS total }
-RETURN size, total
+RETURN count(c) AS size
 """
 
 # Exact cosine over the scope: the true top-k of a project whatever else the database holds.

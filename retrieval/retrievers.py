@@ -82,27 +82,27 @@ class Retriever(ABC):
 
 # --- scope sizes ---------------------------------------------------------------------------------
 
-_sizes: dict[str, tuple[float, int, int]] = {}
+_sizes: dict[str, tuple[float, int]] = {}
 _sizes_lock = threading.Lock()
 
 
-def scope_size(scope: Scope) -> tuple[int, int]:
-    """(chunks in the scope, chunks in the database). A whole project's size is cached for
-    RETRIEVAL_SIZE_CACHE_SEC: it only steers exact-vs-index, never which results are right."""
+def scope_size(scope: Scope) -> int:
+    """Chunks in the scope. A whole project's size is cached for RETRIEVAL_SIZE_CACHE_SEC: it only
+    steers exact-vs-index, never which results are right."""
     now = time.monotonic()
     if scope.document_ids is None:
         with _sizes_lock:
             cached = _sizes.get(scope.project_id)
         if cached and cached[0] > now:
-            return cached[1], cached[2]
+            return cached[1]
     row = graph.read(cypher.SCOPE_SIZE, project_id=scope.project_id, document_ids=scope.document_ids)[0]
-    size, total = int(row["size"]), int(row["total"])
+    size = int(row["size"])
     # an empty project is not cached: a size of 0 skips the query, so it would decide the results
     # (a project's first chunks, written by a worker, unseen here for RETRIEVAL_SIZE_CACHE_SEC)
     if scope.document_ids is None and size > 0:
         with _sizes_lock:
-            _sizes[scope.project_id] = (now + settings.RETRIEVAL_SIZE_CACHE_SEC, size, total)
-    return size, total
+            _sizes[scope.project_id] = (now + settings.RETRIEVAL_SIZE_CACHE_SEC, size)
+    return size
 
 
 def forget_scope_sizes() -> None:
@@ -124,10 +124,9 @@ class VectorRetriever(Retriever):
     - a scope of at most RETRIEVAL_EXACT_SCAN_MAX_CHUNKS chunks is scanned exactly;
     - a larger project has its own vector index (on its per-project chunk label), queried for the
       top-k directly, or over-fetched by the share of a document filter;
-    - until that index is online, the shared index is over-fetched by (database / scope) ×
-      RETRIEVAL_OVERFETCH and filtered to the scope.
-    Any over-fetch grows 4× while too few hits survive; past RETRIEVAL_MAX_INDEX_CANDIDATES the scope
-    is scanned exactly, so the answer is never short.
+    - until that index is online (Neo4j fills it in the background), the scope is scanned exactly.
+    The over-fetch grows 4× while too few hits survive; past RETRIEVAL_MAX_INDEX_CANDIDATES the scope
+    is scanned exactly, so the answer is never short. No index spans other projects' chunks.
     """
 
     name = "vector"
@@ -138,22 +137,20 @@ class VectorRetriever(Retriever):
                 return []
             rows = graph.read(cypher.VECTOR_EXACT_IDS, vector=query.vector(), limit=limit, **self._params())
             return _candidates(rows)
-        size, total = scope_size(self.scope)
+        size = scope_size(self.scope)
         if size == 0:
             return []
         vector = query.vector()
         if size <= settings.RETRIEVAL_EXACT_SCAN_MAX_CHUNKS:
             return self._exact(vector, limit)
         project_id = self.scope.project_id
-        project_size = (
-            size if self.scope.document_ids is None else scope_size(Scope(project_id=project_id))[0]
-        )
+        project_size = size if self.scope.document_ids is None else scope_size(Scope(project_id=project_id))
         if tenancy.project_index_online(project_id):
             try:
                 return self._index(tenancy.chunk_vector_index(project_id), project_size, size, vector, limit)
             except ClientError:  # the index went away: look it up again next time
                 tenancy.project_index_forget(project_id)
-        return self._index("chunk_embedding", max(total, size), size, vector, limit)
+        return self._exact(vector, limit)
 
     def _index(
         self, index: str, population: int, size: int, vector: list[float], limit: int
@@ -260,7 +257,7 @@ class FulltextRetriever(Retriever):
                     hits = sorted(row["hits"], key=lambda h: (-h["score"], h["chunk_id"]))
                     return _candidates(hits[:limit])
                 fetch = min(fetch * 4, settings.RETRIEVAL_MAX_INDEX_CANDIDATES)
-        project_size = scope_size(Scope(project_id=self.scope.project_id))[0]
+        project_size = scope_size(Scope(project_id=self.scope.project_id))
         share = project_size / max(1, len(chunk_ids))
         fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, max(limit * 4, math.ceil(limit * share * 2)))
         return _candidates(self._query(cypher.FULLTEXT, index, lucene=text, fetch=fetch, limit=limit))

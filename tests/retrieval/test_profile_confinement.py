@@ -147,8 +147,8 @@ ESCAPES: dict[str, str] = {
         "RETURN m.text AS text, score"
     ),
     "vector index": (
-        "CALL db.index.vector.queryNodes('chunk_embedding', 10000, node.embedding) YIELD node AS c "
-        f"WITH c, score WHERE c.text CONTAINS '{DOCUMENT_MARK}' RETURN c.text AS text, score"
+        "CALL db.index.vector.queryNodes('memory_embeddings', 10000, node.embedding) YIELD node AS m "
+        f"WITH m, score WHERE m.text CONTAINS '{MEMORY_MARK}' RETURN m.text AS text, score"
     ),
     "element id seek": "MATCH (m) WHERE elementId(m) = '{element_id}' RETURN m.text AS text, score",
     "unicode dashes": (
