@@ -1,8 +1,10 @@
 """Import: an archive (portability.archive) loaded into one project, through the apps that own its
-labels (portability.owners), in batches of PORTABILITY_BATCH rows per transaction. Node batches are
-written by PORTABILITY_IMPORT_THREADS threads at once (most of a node's time is Neo4j's: decoding an
-embedding parameter and inserting it into the vector index, which two transactions do on two cores);
-relationship batches one at a time, as two could lock the same nodes.
+labels (portability.owners), in batches of PORTABILITY_BATCH rows per transaction, written by
+PORTABILITY_IMPORT_THREADS threads at once while this thread reads the archive ahead: one transaction
+at a time left Neo4j idle while the worker parsed and packed the next batch, and the worker idle while
+Neo4j wrote. Every node is written before the first relationship. Two relationship batches can lock
+the same nodes (an entity many chunks mention) in opposite orders; Neo4j then aborts one as a
+deadlock and the driver runs it again (a transient error).
 
 All or nothing: the project is empty before (the request checks it, and a run starts by erasing what
 an interrupted run of the same job left), and any failure erases everything the run wrote before
@@ -89,7 +91,7 @@ def erase(project_id: str) -> int:
 
 
 class _Loader:
-    """Rows gathered into batches and written through their owners; node batches on `pool`."""
+    """Rows gathered into batches and written through their owners, on `pool`."""
 
     def __init__(
         self,
@@ -103,8 +105,10 @@ class _Loader:
         self.nodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.rels: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         self.written = {"nodes": 0, "relationships": 0}
-        self.pool, self.in_flight = pool, deque[Future[int]]()
-        self.max_in_flight = read_ahead  # node batches read from the archive ahead of the writes
+        self.relating = False  # every node written, relationships under way
+        # (phase, what, rows sent, rows written): settled in order, a failure raising where it is settled
+        self.pool, self.in_flight = pool, deque[tuple[str, str, int, Future[int]]]()
+        self.max_in_flight = read_ahead  # batches read from the archive ahead of the writes
 
     def add(self, member: str, row: dict[str, Any]) -> None:
         if member == archive.NODES:
@@ -113,6 +117,9 @@ class _Loader:
             if len(self.nodes[label]) >= settings.PORTABILITY_BATCH:
                 self.flush_nodes(label)
         else:
+            if not self.relating:  # the relationships name the nodes: all of them written first
+                self.nodes_done()
+                self.relating = True
             key = _relationship_key(row)
             self.rels[key].append({"s": row.get("start"), "e": row.get("end"), "p": row.get("props") or {}})
             if len(self.rels[key]) >= settings.PORTABILITY_BATCH:
@@ -121,21 +128,31 @@ class _Loader:
     def flush_nodes(self, label: str) -> None:
         rows = self.nodes.pop(label, [])
         if rows:
-            self.in_flight.append(
-                self.pool.submit(
-                    owner_of(label).import_nodes,
-                    label=label,
-                    source_project_id=self.source,
-                    project_id=self.project_id,
-                    rows=rows,
-                )
+            self._submit(
+                "nodes",
+                label,
+                len(rows),
+                owner_of(label).import_nodes,
+                label=label,
+                source_project_id=self.source,
+                project_id=self.project_id,
+                rows=rows,
             )
-            while len(self.in_flight) >= self.max_in_flight:
-                self._settle_oldest()
+
+    def _submit(self, phase: str, what: str, sent: int, write: Callable[..., int], **batch: Any) -> None:
+        self.in_flight.append((phase, what, sent, self.pool.submit(write, **batch)))
+        while len(self.in_flight) >= self.max_in_flight:
+            self._settle_oldest()
 
     def _settle_oldest(self) -> None:
-        self.written["nodes"] += self.in_flight.popleft().result()  # a batch's failure raises here
-        self.progress("nodes", self.written["nodes"])
+        phase, what, sent, future = self.in_flight.popleft()
+        made = future.result()  # a batch's failure raises here
+        if phase == "relationships" and made != sent:
+            raise ArchiveInvalid(
+                f"{archive.RELATIONSHIPS}: {sent - made} {what} relationships name nodes the archive lacks"
+            )
+        self.written[phase] += made
+        self.progress(phase, self.written[phase])
 
     def nodes_done(self) -> None:
         """Every node batch gathered so far written (before relationships can name them)."""
@@ -146,28 +163,26 @@ class _Loader:
 
     def flush_relationships(self, key: tuple[str, str, str]) -> None:
         rows = self.rels.pop(key, [])
-        if not rows:
-            return
-        start_label, rel_type, end_label = key
-        made = owner_of(start_label).import_relationships(
-            start_label=start_label,
-            rel_type=rel_type,
-            end_label=end_label,
-            project_id=self.project_id,
-            rows=rows,
-        )
-        if made != len(rows):
-            raise ArchiveInvalid(
-                f"{archive.RELATIONSHIPS}: {len(rows) - made} {rel_type} relationships "
-                "name nodes the archive lacks"
+        if rows:
+            start_label, rel_type, end_label = key
+            self._submit(
+                "relationships",
+                rel_type,
+                len(rows),
+                owner_of(start_label).import_relationships,
+                start_label=start_label,
+                rel_type=rel_type,
+                end_label=end_label,
+                project_id=self.project_id,
+                rows=rows,
             )
-        self.written["relationships"] += made
-        self.progress("relationships", self.written["relationships"])
 
     def finish(self) -> None:
         self.nodes_done()
         for key in list(self.rels):
             self.flush_relationships(key)
+        while self.in_flight:
+            self._settle_oldest()
 
 
 def _check_counts(manifest: dict[str, Any], project_id: str) -> None:
@@ -194,8 +209,6 @@ def load(source: IO[bytes], *, project_id: str, progress: Progress) -> dict[str,
                 continue
             member, line = value
             assert loader is not None  # noqa: S101 - archive.read yields the manifest first
-            if member == archive.RELATIONSHIPS and (loader.nodes or loader.in_flight):
-                loader.nodes_done()
             loader.add(member, archive.parse_line(member, line))
         assert loader is not None  # noqa: S101
         loader.finish()
