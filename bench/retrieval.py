@@ -756,7 +756,7 @@ def _quality_rows(name: str, quality: dict[str, Any]) -> list[dict[str, Any]]:
                 modes["hybrid"][f"recall@{k}"],
                 "%",
                 peer=(
-                    "neo4j-graphrag HybridRetriever (its hybrid), same indexes",
+                    "neo4j-graphrag HybridRetriever (its hybrid), same chunks, fulltext index and model",
                     peer["naive"][f"recall@{k}"],
                 ),
             )
