@@ -11,8 +11,10 @@ from typing import Any
 
 from core import graph
 from core.errors import InvalidInput, NotFound
+from core.models import Project
 from curation import cypher
 from curation.models import ErasureRequest
+from knowledge import tenancy
 from memory import text as message_text
 from memory.retention import conversation_privacy_get as memory_conversation_privacy
 from memory.scope import Scope, lucene_filter
@@ -36,6 +38,9 @@ class Kind:
     search_via: str | None = None  # a property of the hit that names the listed node
     search_property: str | None = None  # or a STARTS WITH match on this property
 
+
+# Documents are searched through their chunks, in each project's own chunk fulltext index
+CHUNK_INDEXES = "project chunk indexes"
 
 KINDS: dict[str, Kind] = {
     k.name: k
@@ -72,7 +77,7 @@ KINDS: dict[str, Kind] = {
             ("title", "source_path", "status", "author", "chunk_count", "entity_count", "created_at"),
             time_type="datetime",
             user_property="author",
-            fulltext="chunk_fulltext",
+            fulltext=CHUNK_INDEXES,
             search_via="document_id",
         ),
         Kind(
@@ -141,13 +146,15 @@ def _search_ids(kind: Kind, project_id: str | None, q: str, limit: int) -> list[
     """Node ids matching `q` through the kind's fulltext index (None: the kind searches by prefix)."""
     if kind.fulltext is None:
         return None
+    if kind.fulltext == CHUNK_INDEXES:
+        return _chunk_document_ids(project_id, q, limit)
     memory_index = kind.fulltext == "memory_fulltext"
     # messages are indexed by their words (memory.text): the query is split by the same tokenizer
     asked = " ".join(message_text.words(q)) if memory_index else q
     terms = [lucene.escape(t) for t in lucene.query_terms(asked, max_terms=32)]
     if not terms:
         return []
-    field_name = "name" if kind.label == "Entity" else "search_text" if memory_index else "text"
+    field_name = "name" if kind.label == "Entity" else "search_text"
     expression = f"{field_name}:(" + " OR ".join(terms) + ")"
     if kind.label == "Entity":
         expression = "(" + expression + " OR description:(" + " OR ".join(terms) + "))"
@@ -165,6 +172,35 @@ def _search_ids(kind: Kind, project_id: str | None, q: str, limit: int) -> list[
         limit=limit,
     )
     return [r["id"] for r in rows if r["id"]]
+
+
+def _chunk_document_ids(project_id: str | None, q: str, limit: int) -> list[str]:
+    """Documents whose chunks match `q`, in the project's chunk fulltext index, or without a project
+    in every project's whose index is online, the best of each in turn until `limit`."""
+    terms = lucene.query_terms(q, max_terms=32)
+    expression = lucene.chunk_query(terms, project_id=None, field="search_text")
+    if not expression:
+        return []
+    projects = (
+        [project_id] if project_id else list(Project.objects.order_by("id").values_list("id", flat=True))
+    )
+    found: list[str] = []
+    for pid in projects:
+        if len(found) >= limit:
+            break
+        if not tenancy.project_fulltext_online(pid, create=False):
+            continue
+        rows = graph.read(
+            "CALL db.index.fulltext.queryNodes($index, $lucene, {limit: $fetch}) YIELD node "
+            "WHERE node.project_id = $project_id RETURN DISTINCT node.document_id AS id LIMIT $limit",
+            index=tenancy.chunk_fulltext_index(pid),
+            lucene=expression,
+            fetch=limit * 20,
+            project_id=pid,
+            limit=limit - len(found),
+        )
+        found += [r["id"] for r in rows if r["id"]]
+    return found
 
 
 def _filters(

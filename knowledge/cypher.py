@@ -15,9 +15,13 @@ def SCHEMA() -> list[str]:  # noqa: N802 - the schema hook name shared by all ap
         "CREATE CONSTRAINT document_key IF NOT EXISTS FOR (d:Document) REQUIRE (d.project_id, d.doc_key) IS UNIQUE",
         "CREATE CONSTRAINT entity_key IF NOT EXISTS FOR (e:Entity) REQUIRE (e.project_id, e.key) IS UNIQUE",
         "CREATE CONSTRAINT source_path IF NOT EXISTS FOR (s:Source) REQUIRE (s.project_id, s.path) IS UNIQUE",
-        # project_id and document_id are indexed so search can require them inside the Lucene query
         "DROP INDEX chunk_text IF EXISTS",
-        "CREATE FULLTEXT INDEX chunk_fulltext IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text, c.project_id, c.document_id]",
+        # No fulltext index spans every project's chunks either: each project has its own, created
+        # before its first chunk is written (knowledge.tenancy), and while one is still being built
+        # (after an import or an analyzer change) search ranks by vector and says so. A shared
+        # index cost every chunk written a Lucene update at commit (a quarter of Neo4j's CPU in
+        # an import's node phase, docs/benchmarks.md).
+        "DROP INDEX chunk_fulltext IF EXISTS",
         "CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.description]",
         # No vector index spans every project's chunks: a small project is scanned exactly and a large
         # one has its own index (knowledge.tenancy), so a database-wide HNSW graph served only the

@@ -6,8 +6,8 @@ an enrichment profile when one is chosen (PROFILE_WRAPPER).
 
 from __future__ import annotations
 
-# Chunks of a project (all of them, or those of $document_ids), and all chunks of the database
-# (from the count store) for the over-fetch estimate of the vector index.
+# Chunks of a project (all of them, or those of $document_ids): exact scan or the project's vector
+# index, and the over-fetch of a document-filtered index query.
 SCOPE_SIZE = """
 MATCH (c:Chunk {project_id: $project_id})
 WHERE $document_ids IS NULL OR c.document_id IN $document_ids
@@ -24,8 +24,8 @@ LIMIT $limit
 RETURN node.id AS chunk_id, score
 """
 
-# The shared index knows nothing of projects, a project's own index nothing of document filters:
-# over-fetch, keep this scope's chunks, and score them exactly (the index ranks on quantised vectors).
+# A project's own index knows nothing of document filters: over-fetch, keep this scope's chunks, and
+# score them exactly (the index ranks on quantised vectors).
 VECTOR_INDEX = """
 CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node
 WITH node
@@ -43,8 +43,8 @@ WHERE node.project_id = $project_id
 RETURN node.text AS text, node.embedding AS embedding
 """
 
-# $index is the project's own fulltext index, or the shared `chunk_fulltext` until that is online;
-# $lucene carries the project (on the shared index) and document clauses; the WHERE repeats them.
+# $index is the project's own fulltext index; $lucene carries the document clauses, and the WHERE
+# repeats them.
 FULLTEXT = """
 CALL db.index.fulltext.queryNodes($index, $lucene, {limit: $fetch}) YIELD node, score
 WITH node, score

@@ -176,60 +176,72 @@ class VectorRetriever(Retriever):
         return _candidates(graph.read(cypher.VECTOR_EXACT, vector=vector, limit=limit, **self._params()))
 
 
-@dataclass(frozen=True)
-class _FulltextIndex:
-    """Which Lucene index a fulltext query asks, the field it searches, and the project clause it
-    needs (None on the project's own index, which holds nothing else)."""
-
-    name: str
-    field: str
-    project_clause: str | None
+# The response's `fallback` while a project's fulltext index is not online yet.
+FULLTEXT_BUILDING = {
+    "mode": "vector",
+    "reason": "this project's fulltext index is still being built: ranked by vector similarity alone",
+}
 
 
-def _fulltext_index(project_id: str) -> _FulltextIndex:
-    """The project's own index (its chunks' `search_text`, BM25 statistics of its own) once online;
-    until then the shared `chunk_fulltext` over chunk text, the project a required clause."""
-    if tenancy.project_fulltext_online(project_id):
-        return _FulltextIndex(tenancy.chunk_fulltext_index(project_id), "search_text", None)
-    return _FulltextIndex("chunk_fulltext", "text", project_id)
+def fulltext_ready(project_id: str) -> bool:
+    """Whether the project's own fulltext index answers queries (its chunks' `search_text`, BM25
+    statistics of its own); when it is missing it is asked for. It is online from a project's first
+    chunk; it is being built only after an import that stopped waiting for it or an analyzer change
+    (`reindex_chunks`), and meanwhile fulltext and hybrid search rank by vector, saying so."""
+    return tenancy.project_fulltext_online(project_id)
+
+
+def _fulltext_building(scope: Scope) -> bool:
+    """The project's fulltext index is not online while it has chunks to rank (a project without
+    any has nothing to rank either way: its index, just asked for, is online within moments)."""
+    return not fulltext_ready(scope.project_id) and scope_size(Scope(project_id=scope.project_id)) > 0
 
 
 class FulltextRetriever(Retriever):
-    """Lucene BM25 over the project's chunk fulltext index (`_fulltext_index`)."""
+    """Lucene BM25 over the project's own chunk fulltext index; by vector while that is being built
+    (`fulltext_ready`, the query's `fallback` says so)."""
 
     name = "fulltext"
 
     def _search(self, query: Query, *, limit: int) -> list[Candidate]:
+        if _fulltext_building(self.scope):
+            query.fallback = dict(FULLTEXT_BUILDING)
+            return VectorRetriever(scope=self.scope).search(query, limit=limit)
+        return self.bm25(query, limit=limit)
+
+    def bm25(self, query: Query, *, limit: int) -> list[Candidate]:
+        """The Lucene hits alone: none while the project's index is being built."""
+        if not fulltext_ready(self.scope.project_id):
+            return []
         terms = lucene.query_terms(query.text, max_terms=settings.RETRIEVAL_MAX_QUERY_TERMS)
         ids = self.scope.document_ids
         if self.scope.chunk_ids is not None:
             return self._among_chunks(terms, limit)
-        index = _fulltext_index(self.scope.project_id)
         in_lucene = ids is None or len(ids) <= LUCENE_MAX_DOCUMENT_CLAUSES
         text = lucene.chunk_query(
             terms,
-            project_id=index.project_clause,
+            project_id=None,
             document_ids=ids if in_lucene else None,
             expansion=query.expansion,
             expansion_boost=settings.RETRIEVAL_FEEDBACK_TERM_BOOST,
-            field=index.field,
+            field="search_text",
         )
         if not text:
             return []
         fetch = limit if in_lucene else limit * 4
         while True:
-            rows = self._query(cypher.FULLTEXT, index, lucene=text, fetch=fetch, limit=limit)
+            rows = self._query(cypher.FULLTEXT, lucene=text, fetch=fetch, limit=limit)
             # Lucene returned fewer than asked: nothing more to find
             if in_lucene or len(rows) >= limit or fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
                 return _candidates(rows)
             fetch *= 4
 
-    def _query(self, query: str, index: _FulltextIndex, **params: object) -> list[dict[str, Any]]:
+    def _query(self, query: str, **params: object) -> list[dict[str, Any]]:
+        index = tenancy.chunk_fulltext_index(self.scope.project_id)
         try:
-            return graph.read(query, index=index.name, **params, **self._params())
-        except ClientError:
-            if index.project_clause is None:  # the project's index went away: look it up again next time
-                tenancy.project_fulltext_forget(self.scope.project_id)
+            return graph.read(query, index=index, **params, **self._params())
+        except ClientError:  # the project's index went away: look it up again next time
+            tenancy.project_fulltext_forget(self.scope.project_id)
             raise
 
     def _among_chunks(self, terms: list[str], limit: int) -> list[Candidate]:
@@ -243,16 +255,13 @@ class FulltextRetriever(Retriever):
         documents = self.scope.document_ids
         if documents is not None and len(documents) > LUCENE_MAX_DOCUMENT_CLAUSES:
             documents = None
-        index = _fulltext_index(self.scope.project_id)
-        text = lucene.chunk_query(
-            terms, project_id=index.project_clause, document_ids=documents, field=index.field
-        )
+        text = lucene.chunk_query(terms, project_id=None, document_ids=documents, field="search_text")
         if not text or not chunk_ids:
             return []
         if documents:
             fetch = limit * 4
             while True:
-                row = self._query(cypher.FULLTEXT_AMONG, index, lucene=text, fetch=fetch)[0]
+                row = self._query(cypher.FULLTEXT_AMONG, lucene=text, fetch=fetch)[0]
                 if row["fetched"] < fetch or fetch >= settings.RETRIEVAL_MAX_INDEX_CANDIDATES:
                     hits = sorted(row["hits"], key=lambda h: (-h["score"], h["chunk_id"]))
                     return _candidates(hits[:limit])
@@ -260,7 +269,7 @@ class FulltextRetriever(Retriever):
         project_size = scope_size(Scope(project_id=self.scope.project_id))
         share = project_size / max(1, len(chunk_ids))
         fetch = min(settings.RETRIEVAL_MAX_INDEX_CANDIDATES, max(limit * 4, math.ceil(limit * share * 2)))
-        return _candidates(self._query(cypher.FULLTEXT, index, lucene=text, fetch=fetch, limit=limit))
+        return _candidates(self._query(cypher.FULLTEXT, lucene=text, fetch=fetch, limit=limit))
 
 
 class HybridRetriever(Retriever):
@@ -298,6 +307,9 @@ class HybridRetriever(Retriever):
         return first if second is None else pin(first[:keep], second)
 
     def _round(self, query: Query, depth: int) -> list[Candidate]:
+        if _fulltext_building(self.scope):
+            query.fallback = dict(FULLTEXT_BUILDING)
+            return self.vector.search(query, limit=depth)
         # the fulltext query needs no vector: Neo4j runs it while this thread embeds the query (when
         # not embedded yet) and runs the vector query
         fulltext = _pool.submit(self.fulltext.search, query, limit=depth)
@@ -369,7 +381,8 @@ class GraphRetriever(Retriever):
             "build_ms": round(passages.build_ms, 2),
         }
         if passages.links == 0:
-            query.fallback = {
+            # hybrid's own fallback (by vector alone, the fulltext index being built) says more
+            query.fallback = query.fallback or {
                 "mode": "hybrid",
                 "reason": "no chunk of this project names another document's title yet: no graph to walk",
             }

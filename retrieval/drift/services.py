@@ -349,7 +349,7 @@ def _relevant(run: _Run, *, query_vector: list[float]) -> bool:
     best = VectorRetriever(scope=scope).search(query, limit=1)
     if best and best[0].score >= settings.DRIFT_MIN_RELEVANCE:
         return True
-    return bool(FulltextRetriever(scope=scope).search(query, limit=1))
+    return bool(FulltextRetriever(scope=scope).bm25(query, limit=1))
 
 
 def _round(
@@ -467,7 +467,7 @@ def _lexical(run: _Run, followup: Followup) -> tuple[Scope, list[Candidate]]:
     """A follow-up's scope and its fulltext candidates there (as deep as a hybrid search's)."""
     scope = _followup_scope(run, followup.targets)
     q = Query(text=followup.text, embed=lambda _t: [])
-    return scope, FulltextRetriever(scope=scope).search(q, limit=hybrid_depth(settings.DRIFT_FOLLOWUP_CHUNKS))
+    return scope, FulltextRetriever(scope=scope).bm25(q, limit=hybrid_depth(settings.DRIFT_FOLLOWUP_CHUNKS))
 
 
 def _followup(

@@ -40,8 +40,9 @@ def test_a_fresh_process_creates_every_apps_constraints_and_indexes() -> None:
     for label in ("Chunk", "Document", "Entity", "Community", "Source"):
         assert f"constraint_unique_{label}_id" in names
         assert f"index_{label}_project_id" in names
-    assert {"chunk_fulltext", "community_embedding", "index_Chunk_document_id"} <= names
+    assert {"entity_text", "community_embedding", "index_Chunk_document_id"} <= names
     assert "chunk_embedding" not in names  # chunks are scanned exactly or searched in their project's index
+    assert "chunk_fulltext" not in names  # each project's chunks have a fulltext index of their own
     assert "chunk_text" not in names
     assert "entity_embedding" not in names  # nothing searches entities by vector
 

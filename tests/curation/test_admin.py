@@ -11,8 +11,11 @@ from django.test import Client
 
 from core import graph
 from curation.models import AuditEntry, ErasureRequest, PolicyRun, RetentionPolicy
+from knowledge import tenancy
+from knowledge.dto import DocumentInput
 from tests.conftest import make_tenant
 from tests.memory.helpers import assistant, store, user
+from tests.retrieval.helpers import ingest_now
 
 pytestmark = pytest.mark.django_db
 
@@ -91,6 +94,26 @@ def test_lists_are_paginated_filtered_and_searched(settings) -> None:  # type: i
     assert (
         curator.get(base, {"cursor": "garbage"}).status_code == 302
     )  # back to the first page, with a message
+
+
+def test_documents_are_searched_by_their_text_in_each_projects_own_index() -> None:
+    ours, theirs = make_tenant("admin-docs-ours"), make_tenant("admin-docs-theirs")
+    ingest_now(ours.project.id, [DocumentInput(title="Tide tables", text="Quillwort grows by the pier.")])
+    ingest_now(theirs.project.id, [DocumentInput(title="Ferns", text="Quillwort is a lycophyte.")])
+    curator = _staff("doc-curator", "curation.browse_graph")
+    base = "/admin/curation/graphcontent/documents/"
+
+    def titles(**params: str) -> set[str]:
+        response = curator.get(base, {"q": "quillwort", **params})
+        assert response.status_code == 200
+        return {r["cells"][0] for r in response.context["rows"]}
+
+    assert titles(project=ours.project.id) == {"Tide tables"}  # the other project's match stays out
+    assert titles() >= {"Tide tables", "Ferns"}  # every project's index, when no project is chosen
+    # a project whose index is not online is skipped, not an error
+    graph.write_autocommit(f"DROP INDEX {tenancy.chunk_fulltext_index(theirs.project.id)}")
+    tenancy.project_fulltext_forget(theirs.project.id)
+    assert "Ferns" not in titles() and "Tide tables" in titles()
 
 
 def test_conversation_detail_shows_messages_and_saves_privacy() -> None:

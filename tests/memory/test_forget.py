@@ -161,7 +161,10 @@ def test_after_forgetting_1000_canary_memories_no_trace_remains(settings) -> Non
     # no node or property anywhere in the database carries it
     assert graph.read(f"MATCH (n) WHERE {CARRIES} RETURN count(n) AS n", c=canary)[0]["n"] == 0
     # no fulltext hit in any index
-    for index in ("memory_fulltext", "memory_level_fulltext", "chunk_fulltext"):
+    shown = graph.read("SHOW FULLTEXT INDEXES YIELD name, state WHERE state = 'ONLINE' RETURN name")
+    indexes = [r["name"] for r in shown]
+    assert {"memory_fulltext", "memory_level_fulltext"} <= set(indexes)
+    for index in indexes:
         hits = graph.read(
             "CALL db.index.fulltext.queryNodes($i, $q, {limit: 5}) YIELD node RETURN count(node) AS n",
             i=index,

@@ -125,13 +125,23 @@ def _ranking(tenant, mode: str, query: str) -> list[tuple[str, float]]:  # type:
     return [(item["chunk_id"], round(item["score"], 9)) for item in body["items"]]
 
 
+SHARED = "test_shared_chunk_text"  # what one index over every project's chunks would score
+
+
 def _shared_index_scores(project_id: str, term: str) -> list[float]:
-    rows = graph.read(
-        "CALL db.index.fulltext.queryNodes('chunk_fulltext', $q) YIELD node, score "
-        "WHERE node.project_id = $p RETURN score ORDER BY score DESC",
-        q=f'text:({term}) AND project_id:"{project_id}"^0',
-        p=project_id,
+    graph.write_autocommit(
+        f"CREATE FULLTEXT INDEX {SHARED} IF NOT EXISTS FOR (c:Chunk) ON EACH [c.search_text, c.project_id]"
     )
+    try:
+        graph.write_autocommit(f"CALL db.awaitIndex('{SHARED}', 120)")
+        rows = graph.read(
+            f"CALL db.index.fulltext.queryNodes('{SHARED}', $q) YIELD node, score "
+            "WHERE node.project_id = $p RETURN score ORDER BY score DESC",
+            q=f'search_text:({term}) AND project_id:"{project_id}"^0',
+            p=project_id,
+        )
+    finally:
+        graph.write_autocommit(f"DROP INDEX {SHARED} IF EXISTS")
     return [round(r["score"], 9) for r in rows]
 
 
@@ -156,6 +166,36 @@ def test_a_projects_scores_do_not_depend_on_what_other_projects_hold() -> None:
     assert _shared_index_scores(tenant.project.id, "engine") != shared_alone
 
 
+def _drop_own_fulltext_index(project_id: str) -> None:
+    graph.write_autocommit(f"DROP INDEX {tenancy.chunk_fulltext_index(project_id)} IF EXISTS")
+    tenancy.project_fulltext_forget(project_id)
+
+
+@pytest.mark.django_db
+def test_while_a_projects_fulltext_index_is_built_search_ranks_by_vector_and_says_so() -> None:
+    tenant = make_tenant("index building")
+    pid = tenant.project.id
+    ingest_now(pid, DOCS)
+    client = tenant.client(tenant.read_key)
+    question = "the algorithm for the Analytical Engine"
+    by_vector = search(client, pid, query=question, mode="vector").json()
+    assert by_vector["items"] and "fallback" not in by_vector
+
+    _drop_own_fulltext_index(pid)
+    building = search(client, pid, query=question, mode="fulltext").json()  # asks for the index again
+    assert building["fallback"]["mode"] == "vector" and "being built" in building["fallback"]["reason"]
+    assert [i["chunk_id"] for i in building["items"]] == [i["chunk_id"] for i in by_vector["items"]]
+    _drop_own_fulltext_index(pid)
+    hybrid = search(client, pid, query=question, mode="hybrid").json()
+    assert hybrid["fallback"]["mode"] == "vector" and hybrid["items"]
+    assert "fulltext" not in hybrid["timings_ms"]  # no Lucene query was run
+
+    assert tenancy.project_fulltext_ensure(pid)  # the index asked for is online
+    for mode in ("fulltext", "hybrid"):
+        body = search(client, pid, query=question, mode=mode).json()
+        assert "fallback" not in body and body["items"] and "fulltext" in body["timings_ms"], mode
+
+
 @pytest.mark.django_db
 def test_reindex_chunks_brings_old_chunks_to_the_search_text(settings) -> None:  # type: ignore[no-untyped-def]
     tenant = make_tenant("reindex")
@@ -176,6 +216,8 @@ def test_reindex_chunks_brings_old_chunks_to_the_search_text(settings) -> None: 
     tenancy.project_fulltext_forget(pid)
 
     client = tenant.client(tenant.read_key)
+    # the chunks have no search text yet: the title's word is nowhere in the rebuilt index
+    tenancy.project_fulltext_ensure(pid)
     assert search(client, pid, query="Zanzibar", mode="fulltext").json()["items"] == []
 
     call_command("reindex_chunks", "--project", pid)
