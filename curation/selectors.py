@@ -175,8 +175,8 @@ def _search_ids(kind: Kind, project_id: str | None, q: str, limit: int) -> list[
 
 
 def _chunk_document_ids(project_id: str | None, q: str, limit: int) -> list[str]:
-    """Documents whose chunks match `q`, in the project's chunk fulltext index, or without a project
-    in every project's whose index is online, the best of each in turn until `limit`."""
+    """Documents whose chunks match `q`, in the chosen project's chunk fulltext index, or with no
+    project chosen in each project's whose index is online, one project after another until `limit`."""
     terms = lucene.query_terms(q, max_terms=32)
     expression = lucene.chunk_query(terms, project_id=None, field="search_text")
     if not expression:

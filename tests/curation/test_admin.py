@@ -109,6 +109,7 @@ def test_documents_are_searched_by_their_text_in_each_projects_own_index() -> No
         return {r["cells"][0] for r in response.context["rows"]}
 
     assert titles(project=ours.project.id) == {"Tide tables"}  # the other project's match stays out
+    assert curator.get(base, {"q": "quillwort", "project": "!!!"}).status_code == 400  # no such project
     assert titles() >= {"Tide tables", "Ferns"}  # every project's index, when no project is chosen
     # a project whose index is not online is skipped, not an error
     graph.write_autocommit(f"DROP INDEX {tenancy.chunk_fulltext_index(theirs.project.id)}")
