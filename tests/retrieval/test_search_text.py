@@ -212,8 +212,7 @@ def test_reindex_chunks_brings_old_chunks_to_the_search_text(settings) -> None: 
         "UNWIND $rows AS r MATCH (c:Chunk {id: r.id}) REMOVE c.search_text SET c.embedding = r.v",
         rows=[{"id": r["id"], "v": v} for r, v in zip(rows, vectors, strict=True)],
     )
-    graph.write_autocommit(f"DROP INDEX {tenancy.chunk_fulltext_index(pid)}")
-    tenancy.project_fulltext_forget(pid)
+    _drop_own_fulltext_index(pid)
 
     client = tenant.client(tenant.read_key)
     # the chunks have no search text yet: the title's word is nowhere in the rebuilt index
